@@ -1,0 +1,166 @@
+// Group-relative advantages with the zero-variance clamp (SPEC §4).
+//
+// This is the arithmetic that diverged in the incident of shared/seed/incident-postmortem.txt:
+// groups whose rewards were all identical were normalised by a near-zero standard deviation and
+// float residue became advantages of ±20. Here such a group gets exactly +0.0 everywhere, is
+// flagged zero-variance with its cause, and is marked `keep = false` (DAPO's dynamic-sampling
+// hint).
+//
+// Rewards come as one flat array plus the size of each group (ragged groups allowed), so a
+// trainer can send millions of numbers without a message per group:
+//
+//   std::vector<double> rewards = {0.1, 0.1, 0.1, 0.1,   1.1, 0.1, 1.1, 0.1};
+//   std::vector<uint32_t> sizes = {4, 4};
+//   absl::StatusOr<advantage::Result> r =
+//       advantage::Compute({.rewards = rewards, .group_sizes = sizes}, advantage::Options{});
+//   if (!r.ok()) return r.status();        // NaN/Inf or bad shape: INVALID_ARGUMENT
+//   r->groups[0].cause;                    // ZeroVarianceCause::kIdenticalRewards, advantages +0.0
+//   r->advantages[4];                      // (1.1 - 0.6) / 0.57735... (sample deviation)
+//
+// Everything here is pure: no I/O, no clock, no globals, no gRPC or protobuf types.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace rlscore::advantage {
+
+// Which group-relative estimator turns rewards into advantages.
+enum class Estimator : uint8_t {
+  kGrpo = 0,         // (r - μ) / σ                    — Shao et al. 2024 (DeepSeekMath)
+  kDrGrpo = 1,       // r - μ                          — Liu et al. 2025 ("GRPO done right")
+  kRloo = 2,         // r - mean of the other members  — Ahmadian et al. 2024
+  kBatchNormalized,  // (r - μ_group) / σ_batch        — REINFORCE++-style batch scaling
+};
+
+// The deviation σ: sample (n - 1, like torch.std) or population (n).
+enum class Deviation : uint8_t { kSample = 0, kPopulation = 1 };
+
+// What the caller knows of a completion's outcome. Only kUnscorable changes the arithmetic (the
+// entry is left out of its group's statistics and gets advantage +0.0); the others only let a
+// zero-variance group name its cause ("all correct" rather than "identical rewards").
+enum class Outcome : uint8_t {
+  kUnknown = 0,
+  kCorrect = 1,
+  kWrong = 2,
+  kTruncated = 3,
+  kUnscorable = 4,
+};
+
+// Why a group carries no learning signal. kNone means the group has signal.
+enum class ZeroVarianceCause : uint8_t {
+  kNone = 0,
+  kIdenticalRewards = 1,  // every scorable reward bit-identical, outcomes unknown or mixed
+  kBelowThreshold = 2,    // rewards differ only below τ (σ < τ)
+  kAllCorrect = 3,        // σ < τ and every scorable completion was correct
+  kAllWrong = 4,          // σ < τ and every scorable completion was wrong
+  kAllTruncated = 5,      // σ < τ and every scorable completion was truncated
+  kAllUnscorable = 6,     // no scorable completion in the group
+  kSingleton = 7,         // exactly one scorable completion: nothing to compare against
+};
+inline constexpr int kNumZeroVarianceCauses = 8;
+
+// A stable snake_case name for metrics labels and logs, e.g. "identical_rewards".
+std::string_view CauseName(ZeroVarianceCause cause);
+
+// τ of SPEC §4.
+inline constexpr double kDefaultZeroVarianceThreshold = 1e-8;
+
+struct Options {
+  Estimator estimator = Estimator::kGrpo;
+  Deviation deviation = Deviation::kSample;
+  // τ: a group whose σ is below this is clamped. Must be finite and >= 0.
+  double zero_variance_threshold = kDefaultZeroVarianceThreshold;
+};
+
+// The input, borrowed from the caller for the duration of one call.
+struct Batch {
+  std::span<const double> rewards;        // all groups back to back
+  std::span<const uint32_t> group_sizes;  // each > 0; they sum to rewards.size()
+  std::span<const Outcome> outcomes;      // empty, or one per reward
+};
+
+// Statistics of one group, over its scorable entries.
+struct GroupStats {
+  double mean = 0.0;      // 0 when the group has no scorable entry
+  double std = 0.0;       // σ under Options::deviation; 0 with fewer than two scorable entries
+  uint32_t scorable = 0;  // entries that entered the statistics
+  ZeroVarianceCause cause = ZeroVarianceCause::kNone;
+
+  bool zero_variance() const { return cause != ZeroVarianceCause::kNone; }
+  // DAPO dynamic sampling: a group without signal is not worth a gradient step.
+  bool keep() const { return cause == ZeroVarianceCause::kNone; }
+};
+
+struct BatchSummary {
+  uint64_t groups = 0;
+  uint64_t rewards = 0;
+  uint64_t unscorable = 0;
+  uint64_t zero_variance_groups = 0;
+  std::array<uint64_t, kNumZeroVarianceCauses> groups_by_cause{};  // indexed by cause
+  double zero_variance_fraction = 0.0;  // zero_variance_groups / groups; 0 for an empty batch
+  double reward_mean = 0.0;             // over every scorable reward of the batch
+  double reward_std = 0.0;              // σ under Options::deviation; σ_batch of kBatchNormalized
+};
+
+// An owning result, for callers that do not manage their own buffers.
+struct Result {
+  std::vector<double> advantages;
+  std::vector<GroupStats> groups;
+  BatchSummary summary;
+};
+
+// Checks the shape of `batch` and the options: group sizes positive and summing to the number of
+// rewards, outcomes empty or one per reward, τ finite and non-negative. Does not look at values.
+absl::Status ValidateShape(const Batch& batch, const Options& options);
+
+// Computes advantages, group statistics and the batch summary on the CPU: the reference
+// implementation every backend must match (identical zero-variance decisions, values within
+// 1e-12 relative).
+//
+// Statistics are two-pass in double (mean, then the sum of squared deviations; never
+// E[x²] - E[x]²). A group is zero-variance when it has fewer than two scorable entries, when its
+// scorable rewards are bit-identical, or when σ < τ or σ == 0 (+0.0 beside -0.0, even with
+// τ = 0); for kBatchNormalized also when σ_batch < τ or σ_batch == 0. All its advantages are then
+// exactly +0.0. Unscorable entries get +0.0 too.
+//
+// Errors: INVALID_ARGUMENT for a bad shape (see ValidateShape) or a NaN/±Inf reward, naming the
+// group, the position in the group and the flat index of the first offending value.
+//
+// REQUIRES: advantages.size() == batch.rewards.size(), groups.size() == batch.group_sizes.size(),
+// summary != nullptr. On error the outputs hold unspecified values.
+// Thread-safe: touches nothing but its arguments.
+absl::Status Compute(const Batch& batch, const Options& options, std::span<double> advantages,
+                     std::span<GroupStats> groups, BatchSummary* summary);
+
+// Allocating convenience over the function above.
+absl::StatusOr<Result> Compute(const Batch& batch, const Options& options);
+
+// Where advantages are computed. The CPU backend always exists; a CUDA backend (gpu/) plugs in
+// behind the same contract as Compute() above, so callers never behave differently because of it.
+//
+// Thread-safety: implementations must allow concurrent Compute() calls.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // A short stable name for health, metrics and logs: "cpu", "cuda".
+  virtual std::string_view Name() const = 0;
+
+  // Same contract, preconditions and errors as the free function Compute().
+  virtual absl::Status Compute(const Batch& batch, const Options& options,
+                               std::span<double> advantages, std::span<GroupStats> groups,
+                               BatchSummary* summary) = 0;
+};
+
+// The reference backend, backed by the free function Compute().
+std::unique_ptr<Backend> NewCpuBackend();
+
+}  // namespace rlscore::advantage

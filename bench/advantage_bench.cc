@@ -1,0 +1,190 @@
+// Throughput of advantage::Compute on the CPU against memcpy of the same bytes, in one run
+// (SPEC §7: the CPU path should reach at least half of memcpy bandwidth).
+//
+//   cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DRLSCORE_WITH_SERVICE=OFF
+//         -DRLSCORE_BUILD_TESTS=OFF      (one line)
+//   cmake --build build-bench -j2 && ./build-bench/bench/advantage_bench
+//
+// Every benchmark reports bytes/s over the *input* bytes, 8·N for N rewards, for advantages and
+// for memcpy alike: memcpy of 8·N bytes reads 8·N and writes 8·N, and Compute reads the 8·N bytes
+// of rewards and writes 8·N bytes of advantages (plus the group statistics), so the ratio of the
+// two rates compares the same traffic. After the usual console output, main() prints a table of
+// N, advantages GB/s, memcpy GB/s and their ratio, from the median of the repetitions.
+//
+// Google Benchmark flags work as usual (--benchmark_filter, --benchmark_min_time, ...).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "advantage/advantage.h"
+
+namespace rlscore::advantage {
+namespace {
+
+constexpr int64_t kSizes[] = {1'000, 10'000, 100'000, 1'000'000, 10'000'000};
+
+// How the N rewards are cut into groups.
+enum class Layout { kGroupsOf16, kGroupsOf1024, kRagged };
+
+const char* LayoutName(Layout layout) {
+  switch (layout) {
+    case Layout::kGroupsOf16:
+      return "g16";
+    case Layout::kGroupsOf1024:
+      return "g1024";
+    case Layout::kRagged:
+      return "ragged1-64";
+  }
+  return "?";
+}
+
+// Inputs and preallocated outputs for one N: nothing is allocated inside the timing loop.
+struct Workload {
+  std::vector<double> rewards;
+  std::vector<uint32_t> sizes;
+  std::vector<double> advantages;
+  std::vector<GroupStats> groups;
+};
+
+// Rewards shaped like SPEC §1 totals: accuracy 0/1, the format reward, and a continuous length
+// penalty, so that almost every group has variance and takes the full path (statistics and
+// division); zero-variance groups would be cheaper.
+Workload MakeWorkload(size_t n, Layout layout) {
+  Workload w;
+  std::mt19937_64 gen(42);
+  std::bernoulli_distribution correct(0.5);
+  std::uniform_real_distribution<double> length_penalty(-0.5, 0.0);
+  w.rewards.resize(n);
+  for (double& r : w.rewards) r = (correct(gen) ? 1.1 : 0.1) + length_penalty(gen);
+  std::uniform_int_distribution<uint32_t> ragged(1, 64);
+  for (size_t left = n; left > 0;) {
+    uint32_t size = layout == Layout::kGroupsOf16     ? 16
+                    : layout == Layout::kGroupsOf1024 ? 1024
+                                                      : ragged(gen);
+    size = static_cast<uint32_t>(std::min<size_t>(size, left));
+    w.sizes.push_back(size);
+    left -= size;
+  }
+  w.advantages.assign(n, 0.0);  // touched, so page faults stay out of the timing
+  w.groups.assign(w.sizes.size(), GroupStats{});
+  return w;
+}
+
+void BM_Advantages(benchmark::State& state, Layout layout) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  Workload w = MakeWorkload(n, layout);
+  const Batch batch{.rewards = w.rewards, .group_sizes = w.sizes, .outcomes = {}};
+  const Options options;  // GRPO, sample deviation, τ = 1e-8
+  BatchSummary summary;
+  absl::Status status;
+  for (auto _ : state) {
+    status = Compute(batch, options, w.advantages, w.groups, &summary);
+    benchmark::DoNotOptimize(status);
+    benchmark::DoNotOptimize(w.advantages.data());
+    benchmark::DoNotOptimize(w.groups.data());
+    benchmark::ClobberMemory();  // the outputs count as written every iteration
+  }
+  if (!status.ok()) {
+    state.SkipWithError(std::string(status.message()).c_str());
+    return;
+  }
+  // Input bytes, like the memcpy benchmark: see the top of this file.
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n * sizeof(double)));
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n));
+}
+
+void BM_Memcpy(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  std::vector<double> src(n), dst(n, 0.0);
+  std::mt19937_64 gen(42);
+  std::uniform_real_distribution<double> dist(0.0, 1.0);
+  for (double& x : src) x = dist(gen);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(src.data());
+    std::memcpy(dst.data(), src.data(), n * sizeof(double));
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(n * sizeof(double)));
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(n));
+}
+
+// Interleaved by N, so that memcpy and the advantages it is compared with run next to each other.
+void RegisterAll() {
+  const std::string ragged = std::string("advantages/") + LayoutName(Layout::kRagged);
+  for (int64_t n : kSizes) {
+    for (benchmark::internal::Benchmark* b : {
+             benchmark::RegisterBenchmark("memcpy", BM_Memcpy),
+             benchmark::RegisterBenchmark("advantages/g16", BM_Advantages, Layout::kGroupsOf16),
+             benchmark::RegisterBenchmark("advantages/g1024", BM_Advantages, Layout::kGroupsOf1024),
+             benchmark::RegisterBenchmark(ragged.c_str(), BM_Advantages, Layout::kRagged),
+         }) {
+      b->Arg(n)->UseRealTime()->Repetitions(3)->DisplayAggregatesOnly(true);
+    }
+  }
+}
+
+// Passes everything to the console and keeps the median bytes/s of each benchmark.
+class CollectingReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    benchmark::ConsoleReporter::ReportRuns(runs);
+    for (const Run& run : runs) {
+      if (run.error_occurred) continue;
+      const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
+      const bool single = run.run_type == Run::RT_Iteration && run.repetitions <= 1;
+      if (!median && !single) continue;
+      const auto it = run.counters.find("bytes_per_second");
+      if (it == run.counters.end()) continue;
+      rates_[{run.run_name.function_name, std::stoll(run.run_name.args)}] = it->second.value;
+    }
+  }
+
+  // bytes/s, or 0 when that benchmark did not run (filtered out, or failed).
+  double Rate(const std::string& name, int64_t n) const {
+    const auto it = rates_.find({name, n});
+    return it == rates_.end() ? 0.0 : it->second;
+  }
+
+ private:
+  std::map<std::pair<std::string, int64_t>, double> rates_;
+};
+
+void PrintTable(const CollectingReporter& reporter) {
+  std::printf(
+      "\nAdvantages (GRPO defaults) vs memcpy of the same 8*N input bytes; goal ratio >= 0.5\n");
+  std::printf("%-12s %10s %16s %12s %7s  %s\n", "N", "layout", "advantages GB/s", "memcpy GB/s",
+              "ratio", "goal");
+  for (int64_t n : kSizes) {
+    const double copy = reporter.Rate("memcpy", n);
+    for (Layout layout : {Layout::kGroupsOf16, Layout::kGroupsOf1024, Layout::kRagged}) {
+      const double adv = reporter.Rate(std::string("advantages/") + LayoutName(layout), n);
+      if (adv == 0.0 || copy == 0.0) continue;
+      const double ratio = adv / copy;
+      std::printf("%-12lld %10s %16.2f %12.2f %7.2f  %s\n", static_cast<long long>(n),
+                  LayoutName(layout), adv / 1e9, copy / 1e9, ratio,
+                  ratio >= 0.5 ? "met" : "MISSED");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rlscore::advantage
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  rlscore::advantage::RegisterAll();
+  rlscore::advantage::CollectingReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  rlscore::advantage::PrintTable(reporter);
+  return 0;  // benchmarks measure; they never gate
+}

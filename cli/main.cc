@@ -1,0 +1,49 @@
+// rlscore: the command-line front. `rlscore serve` runs the service; later capabilities add
+// subcommands here.
+#include <signal.h>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/serve.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: rlscore <command> [flags]\n"
+    "\n"
+    "Commands:\n"
+    "  serve     run the gRPC scoring service (rlscore serve --help for its flags)\n"
+    "  version   print the version\n"
+    "  help      show this help\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Block the shutdown signals before gRPC or prometheus-cpp start a thread, so every thread
+  // inherits the mask and only the drain thread's sigwait() receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A client that disappears mid-write must not kill the process.
+  signal(SIGPIPE, SIG_IGN);
+
+  const std::vector<std::string> args(argv + (argc > 1 ? 2 : 1), argv + argc);
+  const std::string command = argc > 1 ? argv[1] : "";
+  if (command == "serve") return rlscore::cli::RunServe(args);
+  if (command == "version" || command == "--version") {
+    std::cout << "rlscore " << RLSCORE_VERSION << "\n";
+    return 0;
+  }
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::cout << kUsage;
+    return 0;
+  }
+  std::cerr << (command.empty() ? "rlscore: no command given\n"
+                                : "rlscore: unknown command \"" + command + "\"\n")
+            << kUsage;
+  return 2;
+}

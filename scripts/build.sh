@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Configures (once) and builds rlscore with Ninja. Usage: scripts/build.sh [BUILD_DIR] [cmake args...]
+# BUILD_DIR defaults to build/. Runs scripts/setup.sh first, so it works on a fresh machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+build_dir=${1:-build}
+shift || true
+jobs=${RLSCORE_JOBS:-2}
+if [ ! -f "$build_dir/build.ninja" ] || [ $# -gt 0 ]; then
+  cmake -S . -B "$build_dir" -G Ninja "$@"
+fi
+cmake --build "$build_dir" -j "$jobs"

@@ -1,0 +1,153 @@
+#include "service/advantage_mapping.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace rlscore::service {
+
+absl::Status ApplyAdvantageOptions(const v1::AdvantageOptions& in, advantage::Options* out) {
+  switch (in.estimator()) {
+    case v1::ESTIMATOR_UNSPECIFIED:
+      break;
+    case v1::ESTIMATOR_GRPO:
+      out->estimator = advantage::Estimator::kGrpo;
+      break;
+    case v1::ESTIMATOR_DR_GRPO:
+      out->estimator = advantage::Estimator::kDrGrpo;
+      break;
+    case v1::ESTIMATOR_RLOO:
+      out->estimator = advantage::Estimator::kRloo;
+      break;
+    case v1::ESTIMATOR_BATCH_NORMALIZED:
+      out->estimator = advantage::Estimator::kBatchNormalized;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("estimator: unknown value ", in.estimator()));
+  }
+  switch (in.deviation()) {
+    case v1::DEVIATION_UNSPECIFIED:
+      break;
+    case v1::DEVIATION_SAMPLE:
+      out->deviation = advantage::Deviation::kSample;
+      break;
+    case v1::DEVIATION_POPULATION:
+      out->deviation = advantage::Deviation::kPopulation;
+      break;
+    default:
+      return absl::InvalidArgumentError(absl::StrCat("deviation: unknown value ", in.deviation()));
+  }
+  if (in.has_zero_variance_threshold()) {
+    const double tau = in.zero_variance_threshold();
+    if (!std::isfinite(tau) || tau < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("zero_variance_threshold must be finite and >= 0, got ", tau));
+    }
+    out->zero_variance_threshold = tau;
+  }
+  return absl::OkStatus();
+}
+
+void AdvantageOptionsToProto(const advantage::Options& in, v1::AdvantageOptions* out) {
+  switch (in.estimator) {
+    case advantage::Estimator::kGrpo:
+      out->set_estimator(v1::ESTIMATOR_GRPO);
+      break;
+    case advantage::Estimator::kDrGrpo:
+      out->set_estimator(v1::ESTIMATOR_DR_GRPO);
+      break;
+    case advantage::Estimator::kRloo:
+      out->set_estimator(v1::ESTIMATOR_RLOO);
+      break;
+    case advantage::Estimator::kBatchNormalized:
+      out->set_estimator(v1::ESTIMATOR_BATCH_NORMALIZED);
+      break;
+  }
+  out->set_deviation(in.deviation == advantage::Deviation::kSample ? v1::DEVIATION_SAMPLE
+                                                                   : v1::DEVIATION_POPULATION);
+  out->set_zero_variance_threshold(in.zero_variance_threshold);
+}
+
+absl::Status MapComputeAdvantagesRequest(const v1::ComputeAdvantagesRequest& request,
+                                         const Limits& limits, const advantage::Options& defaults,
+                                         AdvantageCall* call) {
+  if (static_cast<uint64_t>(request.group_sizes_size()) > limits.max_groups_per_request) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "group_sizes: ", request.group_sizes_size(),
+        " groups exceed the limit max_groups_per_request = ", limits.max_groups_per_request));
+  }
+  for (int g = 0; g < request.group_sizes_size(); ++g) {
+    if (request.group_sizes(g) > limits.max_group_size) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("group_sizes[", g, "] = ", request.group_sizes(g),
+                       " exceeds the limit max_group_size = ", limits.max_group_size));
+    }
+  }
+
+  call->options = defaults;
+  absl::Status status = ApplyAdvantageOptions(request.options(), &call->options);
+  if (!status.ok()) return absl::InvalidArgumentError(absl::StrCat("options.", status.message()));
+
+  call->outcomes.clear();
+  call->outcomes.reserve(request.outcomes_size());
+  for (int i = 0; i < request.outcomes_size(); ++i) {
+    const int value = request.outcomes(i);
+    if (value < v1::OUTCOME_UNKNOWN || value > v1::OUTCOME_UNSCORABLE) {
+      return absl::InvalidArgumentError(absl::StrCat("outcomes[", i, "]: unknown value ", value));
+    }
+    // The wire values are those of advantage::Outcome by construction.
+    call->outcomes.push_back(static_cast<advantage::Outcome>(value));
+  }
+
+  call->batch.rewards = std::span<const double>(request.rewards().data(), request.rewards_size());
+  call->batch.group_sizes =
+      std::span<const uint32_t>(request.group_sizes().data(), request.group_sizes_size());
+  call->batch.outcomes = call->outcomes;
+  return absl::OkStatus();
+}
+
+std::span<double> PrepareAdvantages(size_t n, google::protobuf::RepeatedField<double>* field) {
+  field->Resize(static_cast<int>(n), 0.0);
+  return std::span<double>(field->mutable_data(), n);
+}
+
+namespace {
+
+v1::ZeroVarianceCause CauseToProto(advantage::ZeroVarianceCause cause) {
+  // The wire values are those of advantage::ZeroVarianceCause by construction.
+  return static_cast<v1::ZeroVarianceCause>(static_cast<int>(cause));
+}
+
+static_assert(static_cast<int>(advantage::ZeroVarianceCause::kSingleton) ==
+              v1::ZERO_VARIANCE_CAUSE_SINGLETON);
+static_assert(static_cast<int>(advantage::Outcome::kUnscorable) == v1::OUTCOME_UNSCORABLE);
+static_assert(advantage::kNumZeroVarianceCauses == v1::ZeroVarianceCause_ARRAYSIZE);
+
+}  // namespace
+
+void FillGroupStatistics(std::span<const advantage::GroupStats> groups, v1::GroupStatistics* out) {
+  const int n = static_cast<int>(groups.size());
+  out->mutable_mean()->Reserve(n);
+  out->mutable_std()->Reserve(n);
+  out->mutable_scorable()->Reserve(n);
+  out->mutable_cause()->Reserve(n);
+  out->mutable_keep()->Reserve(n);
+  for (const advantage::GroupStats& g : groups) {
+    out->add_mean(g.mean);
+    out->add_std(g.std);
+    out->add_scorable(g.scorable);
+    out->add_cause(CauseToProto(g.cause));
+    out->add_keep(g.keep());
+  }
+}
+
+void FillBatchSummary(const advantage::BatchSummary& summary, v1::BatchSummary* out) {
+  out->set_groups(summary.groups);
+  out->set_completions(summary.rewards);
+  out->set_unscorable(summary.unscorable);
+  out->set_zero_variance_groups(summary.zero_variance_groups);
+  out->set_zero_variance_fraction(summary.zero_variance_fraction);
+  for (uint64_t count : summary.groups_by_cause) out->add_groups_by_cause(count);
+  out->set_reward_mean(summary.reward_mean);
+  out->set_reward_std(summary.reward_std);
+}
+
+}  // namespace rlscore::service

@@ -1,0 +1,53 @@
+// Between the wire (rlscore.v1 advantage messages) and the pure advantage library.
+//
+//   AdvantageCall call;
+//   RLSCORE_RETURN_IF_ERROR(MapComputeAdvantagesRequest(request, limits, defaults, &call));
+//   std::vector<advantage::GroupStats> groups(call.batch.group_sizes.size());
+//   advantage::BatchSummary summary;
+//   RLSCORE_RETURN_IF_ERROR(backend.Compute(call.batch, call.options,
+//       PrepareAdvantages(call.batch.rewards.size(), response.mutable_advantages()), groups,
+//       &summary));
+//   FillGroupStatistics(groups, response.mutable_groups());
+//
+// Rewards, group sizes and advantages are not copied: the batch borrows the request's packed
+// arrays and the library writes straight into the response's.
+#pragma once
+
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "advantage/advantage.h"
+#include "rlscore/v1/advantage.pb.h"
+#include "service/config.h"
+
+namespace rlscore::service {
+
+// Applies the fields `in` sets on top of `*out`. INVALID_ARGUMENT names the field and value.
+absl::Status ApplyAdvantageOptions(const v1::AdvantageOptions& in, advantage::Options* out);
+
+// Every field set, so a printed config shows the effective values.
+void AdvantageOptionsToProto(const advantage::Options& in, v1::AdvantageOptions* out);
+
+// A ComputeAdvantages request, mapped. `batch` borrows from the request and from `outcomes`:
+// neither may move or change while it is used.
+struct AdvantageCall {
+  advantage::Batch batch;
+  advantage::Options options;
+  std::vector<advantage::Outcome> outcomes;
+};
+
+// Checks `request` against `limits` (RESOURCE_EXHAUSTED naming the limit) and maps it
+// (INVALID_ARGUMENT naming the field); the values themselves (NaN, shape) are checked by the
+// advantage library.
+absl::Status MapComputeAdvantagesRequest(const v1::ComputeAdvantagesRequest& request,
+                                         const Limits& limits, const advantage::Options& defaults,
+                                         AdvantageCall* call);
+
+// Resizes `field` to `n` and returns it as the output span of advantage::Compute().
+std::span<double> PrepareAdvantages(size_t n, google::protobuf::RepeatedField<double>* field);
+
+void FillGroupStatistics(std::span<const advantage::GroupStats> groups, v1::GroupStatistics* out);
+void FillBatchSummary(const advantage::BatchSummary& summary, v1::BatchSummary* out);
+
+}  // namespace rlscore::service

@@ -1,0 +1,145 @@
+#include "service/config.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <cerrno>
+#include <climits>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "rlscore/config/v1/server_config.pb.h"
+#include "service/advantage_mapping.h"
+
+namespace rlscore::service {
+namespace {
+
+namespace pb = ::google::protobuf;
+
+// Keeps the first parse error with its position (1-based, as editors show them).
+class FirstErrorCollector : public pb::io::ErrorCollector {
+ public:
+  explicit FirstErrorCollector(std::string_view source) : source_(source) {}
+
+  void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
+    if (error_.empty())
+      error_ = absl::StrCat(source_, ":", line + 1, ":", column + 1, ": ", message);
+  }
+  void AddWarning(int, pb::io::ColumnNumber, const std::string&) override {}
+
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string source_;
+  std::string error_;
+};
+
+absl::Status Apply(const config::v1::ServerConfig& file, ServerOptions* options) {
+  if (file.has_listen_address()) options->listen_address = file.listen_address();
+  if (file.has_metrics_address()) options->metrics_address = file.metrics_address();
+  if (file.has_drain_timeout_secs()) {
+    options->drain_timeout = absl::Seconds(file.drain_timeout_secs());
+  }
+  const config::v1::Limits& limits = file.limits();
+  if (limits.has_max_message_bytes())
+    options->limits.max_message_bytes = limits.max_message_bytes();
+  if (limits.has_max_groups_per_request()) {
+    options->limits.max_groups_per_request = limits.max_groups_per_request();
+  }
+  if (limits.has_max_group_size()) options->limits.max_group_size = limits.max_group_size();
+  if (limits.has_max_completion_bytes()) {
+    options->limits.max_completion_bytes = limits.max_completion_bytes();
+  }
+  if (file.has_advantage()) {
+    absl::Status status = ApplyAdvantageOptions(file.advantage(), &options->advantage);
+    if (!status.ok())
+      return absl::InvalidArgumentError(absl::StrCat("advantage: ", status.message()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+ServerOptions DefaultServerOptions() { return ServerOptions{}; }
+
+absl::Status ApplyConfigText(std::string_view text, std::string_view source,
+                             ServerOptions* options) {
+  config::v1::ServerConfig file;
+  FirstErrorCollector errors(source);
+  pb::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(std::string(text), &file)) {
+    return absl::InvalidArgumentError(errors.error().empty()
+                                          ? absl::StrCat(Sv(source), ": not a valid ServerConfig")
+                                          : errors.error());
+  }
+  absl::Status status = Apply(file, options);
+  if (!status.ok())
+    return absl::InvalidArgumentError(absl::StrCat(Sv(source), ": ", status.message()));
+  return absl::OkStatus();
+}
+
+absl::Status ApplyConfigFile(const std::string& path, ServerOptions* options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    const std::string reason =
+        absl::StrCat("cannot read config file ", path, ": ", std::strerror(err));
+    return err == EACCES ? absl::PermissionDeniedError(reason) : absl::NotFoundError(reason);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ApplyConfigText(text.str(), path, options);
+}
+
+absl::Status ValidateServerOptions(const ServerOptions& options) {
+  if (options.listen_address.empty()) {
+    return absl::InvalidArgumentError("listen_address is empty: give host:port or unix:/path");
+  }
+  if (options.limits.max_message_bytes == 0 || options.limits.max_message_bytes > INT_MAX) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("limits.max_message_bytes is ", options.limits.max_message_bytes,
+                     ": it must be between 1 and ", INT_MAX, " (gRPC's largest message)"));
+  }
+  if (options.limits.max_groups_per_request == 0) {
+    return absl::InvalidArgumentError("limits.max_groups_per_request must be at least 1");
+  }
+  if (options.limits.max_group_size == 0) {
+    return absl::InvalidArgumentError("limits.max_group_size must be at least 1");
+  }
+  if (options.limits.max_completion_bytes == 0) {
+    return absl::InvalidArgumentError("limits.max_completion_bytes must be at least 1");
+  }
+  if (options.drain_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("drain_timeout_secs must not be negative");
+  }
+  const double tau = options.advantage.zero_variance_threshold;
+  if (!std::isfinite(tau) || tau < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("advantage.zero_variance_threshold must be finite and >= 0, got ", tau));
+  }
+  return absl::OkStatus();
+}
+
+std::string ToConfigText(const ServerOptions& options) {
+  config::v1::ServerConfig file;
+  file.set_listen_address(options.listen_address);
+  file.set_metrics_address(options.metrics_address);
+  file.set_drain_timeout_secs(static_cast<uint32_t>(absl::ToInt64Seconds(options.drain_timeout)));
+  config::v1::Limits* limits = file.mutable_limits();
+  limits->set_max_message_bytes(options.limits.max_message_bytes);
+  limits->set_max_groups_per_request(options.limits.max_groups_per_request);
+  limits->set_max_group_size(options.limits.max_group_size);
+  limits->set_max_completion_bytes(options.limits.max_completion_bytes);
+  AdvantageOptionsToProto(options.advantage, file.mutable_advantage());
+  std::string text;
+  pb::TextFormat::PrintToString(file, &text);
+  return text;
+}
+
+}  // namespace rlscore::service

@@ -1,0 +1,59 @@
+// The server's configuration: built-in defaults, an optional file in protobuf text format
+// (proto/rlscore/config/v1/server_config.proto), then command-line flags, each layer overriding
+// the one before.
+//
+//   ServerOptions options = DefaultServerOptions();
+//   RLSCORE_RETURN_IF_ERROR(ApplyConfigFile("/etc/rlscore/server.textproto", &options));
+//   options.limits.max_group_size = 4096;   // a flag
+//   RLSCORE_RETURN_IF_ERROR(ValidateServerOptions(options));
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "advantage/advantage.h"
+
+namespace rlscore::service {
+
+// Explicit limits (SPEC §6). A request over one gets RESOURCE_EXHAUSTED naming the limit; the
+// server and every other request are unaffected.
+struct Limits {
+  uint64_t max_message_bytes = 512ull << 20;  // requests and responses
+  uint32_t max_groups_per_request = 1u << 24;
+  uint32_t max_group_size = 1u << 16;
+  uint64_t max_completion_bytes = 1ull << 20;
+};
+
+struct ServerOptions {
+  // host:port, [::]:port or unix:/path. Port 0 picks a free port (see Server::port()).
+  std::string listen_address = "127.0.0.1:50051";
+  // host:port of the Prometheus endpoint; empty disables it.
+  std::string metrics_address = "127.0.0.1:9464";
+  Limits limits;
+  // SIGTERM: how long in-flight calls may take to finish before they are cancelled.
+  absl::Duration drain_timeout = absl::Seconds(30);
+  // For requests that leave advantage options unset.
+  advantage::Options advantage;
+};
+
+// The built-in configuration: what `rlscore serve` runs with when given nothing.
+ServerOptions DefaultServerOptions();
+
+// Applies the text-format config in `text` on top of `*options`. `source` names it in errors,
+// which carry the line and column: "server.textproto:3:7: ... no field named \"listen\"".
+absl::Status ApplyConfigText(std::string_view text, std::string_view source,
+                             ServerOptions* options);
+
+// Reads `path` and applies it as above. NOT_FOUND / PERMISSION_DENIED name the path.
+absl::Status ApplyConfigFile(const std::string& path, ServerOptions* options);
+
+// Checks values no single field can check alone. INVALID_ARGUMENT names the field.
+absl::Status ValidateServerOptions(const ServerOptions& options);
+
+// The effective configuration in the file's text format (for `rlscore serve --print-config`).
+std::string ToConfigText(const ServerOptions& options);
+
+}  // namespace rlscore::service

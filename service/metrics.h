@@ -1,0 +1,78 @@
+// The service's Prometheus metrics (SPEC §5): `rlscore_` prefix, base units, `_total` counters.
+//
+//   Metrics metrics;
+//   metrics.CallStarted(Method::kComputeAdvantages);
+//   ...
+//   metrics.CallFinished(Method::kComputeAdvantages, absl::StatusCode::kOk, elapsed);
+//   metrics.RecordAdvantageBatch(summary);
+//   prometheus::Exposer exposer("127.0.0.1:9464");
+//   exposer.RegisterCollectable(metrics.registry());
+//
+// Series:
+//   rlscore_requests_total{method,code}            calls answered, by gRPC status code name
+//   rlscore_request_duration_seconds{method}       histogram of handling time
+//   rlscore_requests_in_flight{method}             calls being handled now
+//   rlscore_advantage_batch_rewards                histogram of rewards per batch
+//   rlscore_advantage_rewards_total                rewards that went through the advantage engine
+//   rlscore_advantage_unscorable_total             of which unscorable
+//   rlscore_advantage_groups_total                 groups
+//   rlscore_advantage_zero_variance_groups_total{cause}   clamped groups by cause
+//   rlscore_advantage_zero_variance_fraction       of the last batch
+//   rlscore_advantage_backend_info{backend}        1 for the backend that serves
+//   rlscore_build_info{version}                    1
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "advantage/advantage.h"
+
+namespace prometheus {
+class Counter;
+class Gauge;
+class Histogram;
+class Registry;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace rlscore::service {
+
+// The RPCs of rlscore.v1.ScoringService, as metric label values.
+enum class Method { kScoreGroups, kComputeAdvantages, kScore, kMonitorGeneration, kGetRunHealth };
+inline constexpr int kNumMethods = 5;
+std::string_view MethodName(Method method);
+
+// Thread-safe: every member may be called concurrently.
+class Metrics {
+ public:
+  Metrics();
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+  void CallStarted(Method method);
+  void CallFinished(Method method, absl::StatusCode code, absl::Duration elapsed);
+  void RecordAdvantageBatch(const advantage::BatchSummary& summary);
+  void SetBackend(std::string_view backend);
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>* requests_;
+  std::array<prometheus::Histogram*, kNumMethods> durations_;
+  std::array<prometheus::Gauge*, kNumMethods> in_flight_;
+  prometheus::Histogram* batch_rewards_;
+  prometheus::Counter* rewards_;
+  prometheus::Counter* unscorable_;
+  prometheus::Counter* groups_;
+  std::array<prometheus::Counter*, advantage::kNumZeroVarianceCauses> zero_variance_groups_{};
+  prometheus::Gauge* zero_variance_fraction_;
+  prometheus::Family<prometheus::Gauge>* backend_info_;
+};
+
+}  // namespace rlscore::service

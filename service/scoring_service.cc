@@ -1,0 +1,139 @@
+#include "service/scoring_service.h"
+
+#include <chrono>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "service/advantage_mapping.h"
+#include "service/grpc_status.h"
+
+namespace rlscore::service {
+namespace {
+
+// What each RPC still waits for; the message a caller reads in the UNIMPLEMENTED answer.
+constexpr char kScoreGroupsMissing[] =
+    "rlscore.v1.ScoringService/ScoreGroups is not implemented yet: it needs the reward pipeline "
+    "(completion anatomy, gated format reward, repetition, length and accuracy scorers). Until "
+    "then, score elsewhere and call ComputeAdvantages with the rewards";
+constexpr char kScoreMissing[] =
+    "rlscore.v1.ScoringService/Score is not implemented yet: it needs the reward pipeline "
+    "(completion anatomy, gated format reward, repetition, length and accuracy scorers)";
+constexpr char kMonitorMissing[] =
+    "rlscore.v1.ScoringService/MonitorGeneration is not implemented yet: it needs the incremental "
+    "n-gram repetition rule and the token budget of the early-stop stream";
+constexpr char kRunHealthMissing[] =
+    "rlscore.v1.ScoringService/GetRunHealth is not implemented yet: it needs per-run telemetry "
+    "windows fed by ScoreGroups";
+
+// DEADLINE_EXCEEDED if the caller's deadline has passed, CANCELLED if the caller gave up.
+absl::Status CheckCallAlive(const grpc::CallbackServerContext& context, std::string_view stage) {
+  if (context.deadline() <= std::chrono::system_clock::now()) {
+    return absl::DeadlineExceededError(absl::StrCat("deadline passed ", Sv(stage)));
+  }
+  // IsCancelled() is not const in gRPC 1.51 although it only reads.
+  if (const_cast<grpc::CallbackServerContext&>(context).IsCancelled()) {
+    return absl::CancelledError(absl::StrCat("the client cancelled the call ", Sv(stage)));
+  }
+  return absl::OkStatus();
+}
+
+// A bidirectional stream that answers UNIMPLEMENTED at once.
+class UnimplementedStream final
+    : public grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse> {
+ public:
+  explicit UnimplementedStream(Metrics* metrics) : metrics_(metrics), start_(absl::Now()) {
+    metrics_->CallStarted(Method::kMonitorGeneration);
+    Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, kMonitorMissing));
+  }
+  void OnDone() override {
+    metrics_->CallFinished(Method::kMonitorGeneration, absl::StatusCode::kUnimplemented,
+                           absl::Now() - start_);
+    delete this;
+  }
+
+ private:
+  Metrics* const metrics_;
+  const absl::Time start_;
+};
+
+}  // namespace
+
+ScoringService::ScoringService(const ServerOptions& options, advantage::Backend* backend,
+                               Metrics* metrics)
+    : options_(options), backend_(backend), metrics_(metrics) {}
+
+grpc::ServerUnaryReactor* ScoringService::Finish(grpc::CallbackServerContext* context,
+                                                 Method method, absl::Time start,
+                                                 const absl::Status& status) {
+  metrics_->CallFinished(method, status.code(), absl::Now() - start);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* ScoringService::ScoreGroups(grpc::CallbackServerContext* context,
+                                                      const v1::ScoreGroupsRequest*,
+                                                      v1::ScoreGroupsResponse*) {
+  const absl::Time start = absl::Now();
+  metrics_->CallStarted(Method::kScoreGroups);
+  return Finish(context, Method::kScoreGroups, start,
+                absl::UnimplementedError(kScoreGroupsMissing));
+}
+
+grpc::ServerUnaryReactor* ScoringService::Score(grpc::CallbackServerContext* context,
+                                                const v1::ScoreRequest*, v1::ScoreResponse*) {
+  const absl::Time start = absl::Now();
+  metrics_->CallStarted(Method::kScore);
+  return Finish(context, Method::kScore, start, absl::UnimplementedError(kScoreMissing));
+}
+
+grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse>*
+ScoringService::MonitorGeneration(grpc::CallbackServerContext*) {
+  return new UnimplementedStream(metrics_);
+}
+
+grpc::ServerUnaryReactor* ScoringService::GetRunHealth(grpc::CallbackServerContext* context,
+                                                       const v1::GetRunHealthRequest*,
+                                                       v1::GetRunHealthResponse*) {
+  const absl::Time start = absl::Now();
+  metrics_->CallStarted(Method::kGetRunHealth);
+  return Finish(context, Method::kGetRunHealth, start, absl::UnimplementedError(kRunHealthMissing));
+}
+
+grpc::ServerUnaryReactor* ScoringService::ComputeAdvantages(
+    grpc::CallbackServerContext* context, const v1::ComputeAdvantagesRequest* request,
+    v1::ComputeAdvantagesResponse* response) {
+  const absl::Time start = absl::Now();
+  metrics_->CallStarted(Method::kComputeAdvantages);
+  absl::Status status = DoComputeAdvantages(*context, *request, response);
+  if (!status.ok()) response->Clear();
+  return Finish(context, Method::kComputeAdvantages, start, status);
+}
+
+absl::Status ScoringService::DoComputeAdvantages(const grpc::CallbackServerContext& context,
+                                                 const v1::ComputeAdvantagesRequest& request,
+                                                 v1::ComputeAdvantagesResponse* response) {
+  RLSCORE_RETURN_IF_ERROR(CheckCallAlive(context, "before ComputeAdvantages started"));
+  AdvantageCall call;
+  RLSCORE_RETURN_IF_ERROR(
+      MapComputeAdvantagesRequest(request, options_.limits, options_.advantage, &call));
+
+  std::vector<advantage::GroupStats> groups(call.batch.group_sizes.size());
+  advantage::BatchSummary summary;
+  RLSCORE_RETURN_IF_ERROR(backend_->Compute(
+      call.batch, call.options,
+      PrepareAdvantages(call.batch.rewards.size(), response->mutable_advantages()), groups,
+      &summary));
+  RLSCORE_RETURN_IF_ERROR(CheckCallAlive(context, "while advantages were computed"));
+
+  FillGroupStatistics(groups, response->mutable_groups());
+  FillBatchSummary(summary, response->mutable_summary());
+  response->set_backend(std::string(backend_->Name()));
+  metrics_->RecordAdvantageBatch(summary);
+  return absl::OkStatus();
+}
+
+}  // namespace rlscore::service

@@ -1,0 +1,53 @@
+// rlscore.v1.ScoringService on gRPC's callback API.
+//
+// Handlers map the request to the pure libraries (advantage/, later scorers/), run them, and
+// answer; every call is counted in Metrics. An RPC whose capability has not landed answers
+// UNIMPLEMENTED with a message naming what is missing.
+//
+// This header and server.cc are the only places that see gRPC's generated service code.
+#pragma once
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "advantage/advantage.h"
+#include "rlscore/v1/scoring_service.grpc.pb.h"
+#include "service/config.h"
+#include "service/metrics.h"
+
+namespace rlscore::service {
+
+// Thread-safe: gRPC calls its handlers concurrently. `backend` and `metrics` must outlive it.
+class ScoringService final : public v1::ScoringService::CallbackService {
+ public:
+  ScoringService(const ServerOptions& options, advantage::Backend* backend, Metrics* metrics);
+
+  grpc::ServerUnaryReactor* ScoreGroups(grpc::CallbackServerContext* context,
+                                        const v1::ScoreGroupsRequest* request,
+                                        v1::ScoreGroupsResponse* response) override;
+  grpc::ServerUnaryReactor* ComputeAdvantages(grpc::CallbackServerContext* context,
+                                              const v1::ComputeAdvantagesRequest* request,
+                                              v1::ComputeAdvantagesResponse* response) override;
+  grpc::ServerUnaryReactor* Score(grpc::CallbackServerContext* context,
+                                  const v1::ScoreRequest* request,
+                                  v1::ScoreResponse* response) override;
+  grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse>*
+  MonitorGeneration(grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* GetRunHealth(grpc::CallbackServerContext* context,
+                                         const v1::GetRunHealthRequest* request,
+                                         v1::GetRunHealthResponse* response) override;
+
+ private:
+  absl::Status DoComputeAdvantages(const grpc::CallbackServerContext& context,
+                                   const v1::ComputeAdvantagesRequest& request,
+                                   v1::ComputeAdvantagesResponse* response);
+  // Answers a unary call with `status` and records it.
+  grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context, Method method,
+                                   absl::Time start, const absl::Status& status);
+
+  const ServerOptions options_;
+  advantage::Backend* const backend_;
+  Metrics* const metrics_;
+};
+
+}  // namespace rlscore::service

@@ -1,0 +1,113 @@
+#include "service/server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <prometheus/exposer.h>
+#include <prometheus/registry.h>
+
+#include <chrono>
+#include <exception>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "service/scoring_service.h"
+
+namespace rlscore::service {
+namespace {
+
+constexpr char kServiceName[] = "rlscore.v1.ScoringService";
+
+// Process-wide gRPC settings that must precede the first ServerBuilder.
+void InitGrpcOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    grpc::EnableDefaultHealthCheckService(true);
+    grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
+                                                      ServerDependencies dependencies) {
+  RLSCORE_RETURN_IF_ERROR(ValidateServerOptions(options));
+  InitGrpcOnce();
+
+  std::unique_ptr<Server> server(new Server());
+  server->backend_ =
+      dependencies.backend ? std::move(dependencies.backend) : advantage::NewCpuBackend();
+  server->metrics_ = std::make_unique<Metrics>();
+  server->metrics_->SetBackend(server->backend_->Name());
+  server->service_ =
+      std::make_unique<ScoringService>(options, server->backend_.get(), server->metrics_.get());
+
+  // Metrics first: a port clash there should not leave a half-started gRPC server behind.
+  if (!options.metrics_address.empty()) {
+    try {
+      server->exposer_ = std::make_unique<prometheus::Exposer>(options.metrics_address);
+    } catch (const std::exception& e) {  // prometheus-cpp reports a failed bind by throwing
+      return absl::UnavailableError(
+          absl::StrCat("cannot serve metrics on ", options.metrics_address, ": ", e.what()));
+    }
+    const std::shared_ptr<prometheus::Collectable> registry = server->metrics_->registry();
+    server->exposer_->RegisterCollectable(registry);
+    const std::vector<int> ports = server->exposer_->GetListeningPorts();
+    server->metrics_port_ = ports.empty() ? 0 : ports.front();
+  }
+
+  grpc::ServerBuilder builder;
+  int selected_port = 0;
+  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
+                           &selected_port);
+  const int max_message = static_cast<int>(options.limits.max_message_bytes);
+  builder.SetMaxReceiveMessageSize(max_message);
+  builder.SetMaxSendMessageSize(max_message);
+  // gRPC sets SO_REUSEPORT by default: a second rlscore on the same port would then share it
+  // silently instead of failing to start.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.RegisterService(server->service_.get());
+  server->grpc_server_ = builder.BuildAndStart();
+  const bool is_unix = absl::StartsWith(options.listen_address, "unix:");
+  if (server->grpc_server_ == nullptr || (!is_unix && selected_port == 0)) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen_address,
+                                               ": the address is in use, invalid or not allowed"));
+  }
+  server->port_ = is_unix ? 0 : selected_port;
+
+  grpc::HealthCheckServiceInterface* health = server->grpc_server_->GetHealthCheckService();
+  health->SetServingStatus(true);
+  health->SetServingStatus(kServiceName, true);
+
+  LogInfo(absl::StrCat(
+      "serving rlscore.v1 on ", options.listen_address,
+      is_unix ? "" : absl::StrCat(" (port ", server->port_, ")"), "; metrics on ",
+      options.metrics_address.empty()
+          ? std::string("(disabled)")
+          : absl::StrCat(options.metrics_address, " (port ", server->metrics_port_, ")"),
+      "; advantage backend ", Sv(server->backend_->Name())));
+  return server;
+}
+
+Server::~Server() { Shutdown(absl::ZeroDuration()); }
+
+void Server::Shutdown(absl::Duration grace) {
+  std::call_once(shutdown_once_, [&] {
+    if (grpc_server_ == nullptr) return;
+    // Health first, so load balancers and probes stop sending before the listener closes.
+    grpc_server_->GetHealthCheckService()->Shutdown();
+    const auto deadline = std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace);
+    grpc_server_->Shutdown(deadline);
+    grpc_server_->Wait();
+    exposer_.reset();
+  });
+}
+
+void Server::Wait() {
+  if (grpc_server_ != nullptr) grpc_server_->Wait();
+}
+
+}  // namespace rlscore::service

@@ -1,0 +1,80 @@
+// The rlscore gRPC server: rlscore.v1.ScoringService, grpc.health.v1, server reflection, and the
+// Prometheus endpoint on its own port.
+//
+//   ServerOptions options = DefaultServerOptions();
+//   options.listen_address = "127.0.0.1:0";          // tests: any free port
+//   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
+//   if (!server.ok()) return server.status();
+//   int port = (*server)->port();
+//   ...
+//   (*server)->Shutdown(absl::Seconds(30));          // drain, then cancel what is left
+//
+// This file and scoring_service.cc are the only ones that include gRPC's server headers.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "advantage/advantage.h"
+#include "service/config.h"
+#include "service/metrics.h"
+
+namespace grpc {
+class Server;
+}
+namespace prometheus {
+class Exposer;
+}
+
+namespace rlscore::service {
+
+class ScoringService;
+
+// What a server is built from, injectable so tests can script it (Envoy style).
+struct ServerDependencies {
+  // Computes advantages; null means the CPU backend.
+  std::shared_ptr<advantage::Backend> backend;
+};
+
+// Thread-safety: Shutdown() and Wait() may be called from any thread, concurrently.
+class Server {
+ public:
+  // Binds, starts serving and marks health SERVING. Errors: INVALID_ARGUMENT for bad options,
+  // UNAVAILABLE when an address cannot be bound (naming it).
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options,
+                                                       ServerDependencies dependencies = {});
+
+  // Shuts down with no grace if Shutdown() was not called.
+  ~Server();
+
+  // The bound gRPC port (the chosen one when the address asked for port 0); 0 for unix: sockets.
+  int port() const { return port_; }
+  // The bound metrics port; 0 when metrics are disabled.
+  int metrics_port() const { return metrics_port_; }
+  Metrics& metrics() { return *metrics_; }
+  std::string_view backend_name() const { return backend_->Name(); }
+
+  // Marks health NOT_SERVING, stops accepting calls, lets in-flight calls finish for up to
+  // `grace`, then cancels the rest. Returns when every call is done. Idempotent.
+  void Shutdown(absl::Duration grace);
+
+  // Blocks until Shutdown() has completed.
+  void Wait();
+
+ private:
+  Server() = default;
+
+  std::shared_ptr<advantage::Backend> backend_;
+  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<ScoringService> service_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int port_ = 0;
+  int metrics_port_ = 0;
+  std::once_flag shutdown_once_;
+};
+
+}  // namespace rlscore::service

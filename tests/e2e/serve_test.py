@@ -1,0 +1,158 @@
+#!/usr/bin/python3
+"""End-to-end: the real `rlscore serve` binary, called over gRPC from Debian's Python.
+
+health -> ComputeAdvantages -> SIGTERM while a call is being handled -> that call completes -> the
+process exits 0. Run by ctest; standalone:
+
+  /usr/bin/python3 tests/e2e/serve_test.py --binary build/cli/rlscore --stubs build/python
+"""
+
+import argparse
+import array
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import unittest
+import urllib.request
+
+import grpc
+
+ARGS = None
+
+
+class RunningServer:
+    """`rlscore serve` on free ports, with its stderr collected on a thread."""
+
+    def __init__(self, *extra):
+        self.proc = subprocess.Popen(
+            [ARGS.binary, "serve", "--listen-address=127.0.0.1:0",
+             "--metrics-address=127.0.0.1:0", *extra],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines = []
+        self.ready = threading.Event()
+        self.port = self.metrics_port = None
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self.ready.wait(30):
+            self.proc.kill()
+            raise RuntimeError("server did not start: " + "".join(self.lines))
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            m = re.search(r"serving rlscore\.v1 on \S+ \(port (\d+)\); metrics on \S+ \(port (\d+)\)",
+                          line)
+            if m:
+                self.port, self.metrics_port = int(m.group(1)), int(m.group(2))
+                self.ready.set()
+
+    def channel(self):
+        return grpc.insecure_channel(
+            "127.0.0.1:%d" % self.port,
+            options=[("grpc.max_receive_message_length", -1),
+                     ("grpc.max_send_message_length", -1)])
+
+    def metrics(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port,
+                                    timeout=10) as r:
+            return r.read().decode()
+
+    def log(self):
+        return "".join(self.lines)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(30)
+        self.proc.stdout.close()
+
+
+def health_status(channel, service=""):
+    """grpc.health.v1.Health/Check with hand-encoded messages (Debian ships no health stubs)."""
+    request = b"" if not service else b"\x0a" + bytes([len(service)]) + service.encode()
+    check = channel.unary_unary("/grpc.health.v1.Health/Check",
+                                request_serializer=lambda b: b, response_deserializer=lambda b: b)
+    reply = check(request, timeout=10)
+    return reply[1] if len(reply) == 2 and reply[0] == 0x08 else 0
+
+
+class ServeTest(unittest.TestCase):
+
+    def setUp(self):
+        from rlscore.v1 import advantage_pb2, scoring_service_pb2_grpc  # noqa: generated at build
+        self.pb = advantage_pb2
+        self.server = RunningServer("--drain-timeout-secs=60")
+        self.addCleanup(self.server.stop)
+        self.channel = self.server.channel()
+        self.stub = scoring_service_pb2_grpc.ScoringServiceStub(self.channel)
+
+    def test_health_call_and_sigterm_during_a_call(self):
+        # Health.
+        self.assertEqual(health_status(self.channel), 1)
+        self.assertEqual(health_status(self.channel, "rlscore.v1.ScoringService"), 1)
+
+        # A call: the incident batch.
+        rewards = [0.1] * (14 * 8) + [1.1, 0.1, 0.1, 1.1, 0.1, 0.1, 1.1, 0.1] * 2
+        reply = self.stub.ComputeAdvantages(
+            self.pb.ComputeAdvantagesRequest(rewards=rewards, group_sizes=[8] * 16), timeout=30)
+        packed = struct.pack("<112d", *reply.advantages[:112])
+        self.assertEqual(packed, b"\0" * (112 * 8), "clamped advantages must be bitwise +0.0")
+        self.assertEqual(reply.summary.zero_variance_groups, 14)
+        self.assertFalse(any(reply.groups.keep[:14]))
+        self.assertTrue(all(reply.groups.keep[14:]))
+
+        # SIGTERM while a large call is being handled: it must complete, then the process exits 0.
+        n = 8_000_000
+        big = self.pb.ComputeAdvantagesRequest(group_sizes=[16] * (n // 16))
+        big.rewards.extend(array.array("d", (float(i % 7) for i in range(n))))
+        in_flight = 'rlscore_requests_in_flight{method="ComputeAdvantages"} 1'
+        signalled = None
+        for attempt in range(50):
+            future = self.stub.ComputeAdvantages.future(big, timeout=120)
+            while not future.done():
+                if in_flight in self.server.metrics():
+                    os.kill(self.server.proc.pid, signal.SIGTERM)
+                    signalled = future
+                    break
+            if signalled:
+                break
+            future.result()  # finished before we saw it in flight: try again
+        self.assertIsNotNone(signalled, "never observed the call in flight")
+        print("SIGTERM sent during attempt %d" % (attempt + 1), file=sys.stderr)
+        result = signalled.result()
+        self.assertEqual(len(result.advantages), n)
+        self.assertEqual(result.summary.groups, n // 16)
+        self.assertEqual(self.server.proc.wait(60), 0)
+        self.assertIn("SIGTERM", self.server.log())
+        self.assertIn("stopped", self.server.log())
+
+
+class DefaultsTest(unittest.TestCase):
+
+    def test_print_config_shows_the_built_in_addresses(self):
+        out = subprocess.run([ARGS.binary, "serve", "--print-config"], capture_output=True,
+                             text=True, check=True).stdout
+        self.assertIn('listen_address: "127.0.0.1:50051"', out)
+        self.assertIn('metrics_address: "127.0.0.1:9464"', out)
+
+    def test_bad_config_file_is_refused_with_its_line(self):
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "rlscore-e2e-bad.textproto")
+        with open(path, "w") as f:
+            f.write('listen_address: "127.0.0.1:0"\nlimits { max_group_siz: 3 }\n')
+        run = subprocess.run([ARGS.binary, "serve", "--config", path], capture_output=True,
+                             text=True, timeout=30)
+        self.assertEqual(run.returncode, 2)
+        self.assertIn(path + ":2:", run.stderr)
+        os.unlink(path)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--stubs", required=True)
+    ARGS, rest = parser.parse_known_args()
+    sys.path.insert(0, ARGS.stubs)
+    unittest.main(argv=[sys.argv[0]] + rest)

@@ -1,0 +1,125 @@
+#include "service/config.h"
+
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace rlscore::service {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(Config, DefaultsAreTheBuiltInConfiguration) {
+  const ServerOptions options = DefaultServerOptions();
+  EXPECT_EQ(options.listen_address, "127.0.0.1:50051");
+  EXPECT_EQ(options.metrics_address, "127.0.0.1:9464");
+  EXPECT_EQ(options.drain_timeout, absl::Seconds(30));
+  EXPECT_EQ(options.advantage.estimator, advantage::Estimator::kGrpo);
+  EXPECT_EQ(options.advantage.deviation, advantage::Deviation::kSample);
+  EXPECT_EQ(options.advantage.zero_variance_threshold, 1e-8);
+  EXPECT_TRUE(ValidateServerOptions(options).ok());
+}
+
+TEST(Config, FileOverridesOnlyWhatItSets) {
+  ServerOptions options = DefaultServerOptions();
+  const absl::Status status =
+      ApplyConfigText(R"pb(
+                        listen_address: "unix:/run/rlscore.sock"
+                        limits { max_group_size: 4096 }
+                        drain_timeout_secs: 5
+                        advantage { estimator: ESTIMATOR_DR_GRPO zero_variance_threshold: 1e-6 }
+                      )pb",
+                      "server.textproto", &options);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(options.listen_address, "unix:/run/rlscore.sock");
+  EXPECT_EQ(options.metrics_address, "127.0.0.1:9464");
+  EXPECT_EQ(options.limits.max_group_size, 4096u);
+  EXPECT_EQ(options.limits.max_groups_per_request,
+            DefaultServerOptions().limits.max_groups_per_request);
+  EXPECT_EQ(options.drain_timeout, absl::Seconds(5));
+  EXPECT_EQ(options.advantage.estimator, advantage::Estimator::kDrGrpo);
+  EXPECT_EQ(options.advantage.deviation, advantage::Deviation::kSample);
+  EXPECT_EQ(options.advantage.zero_variance_threshold, 1e-6);
+}
+
+TEST(Config, AnEmptyMetricsAddressDisablesMetrics) {
+  ServerOptions options = DefaultServerOptions();
+  ASSERT_TRUE(ApplyConfigText("metrics_address: \"\"", "f", &options).ok());
+  EXPECT_EQ(options.metrics_address, "");
+}
+
+TEST(Config, ErrorsNameTheFileLineAndColumn) {
+  struct Case {
+    const char* text;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"listen_address: \"a:1\"\nlisten: \"b\"\n", "server.textproto:2:"},
+      {"limits { max_group_size: -3 }", "server.textproto:1:"},
+      {"advantage { estimator: ESTIMATOR_NOPE }", "ESTIMATOR_NOPE"},
+      {"drain_timeout_secs: \"x\"", "server.textproto:1:"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    ServerOptions options = DefaultServerOptions();
+    const absl::Status status = ApplyConfigText(c.text, "server.textproto", &options);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(status.message()), HasSubstr(c.message));
+  }
+}
+
+TEST(Config, ValidationNamesTheField) {
+  struct Case {
+    const char* name;
+    void (*edit)(ServerOptions*);
+    const char* message;
+  };
+  const Case cases[] = {
+      {"empty listen", [](ServerOptions* o) { o->listen_address = ""; }, "listen_address"},
+      {"message too big", [](ServerOptions* o) { o->limits.max_message_bytes = 1ull << 32; },
+       "limits.max_message_bytes"},
+      {"zero groups", [](ServerOptions* o) { o->limits.max_groups_per_request = 0; },
+       "limits.max_groups_per_request"},
+      {"zero group size", [](ServerOptions* o) { o->limits.max_group_size = 0; },
+       "limits.max_group_size"},
+      {"bad tau", [](ServerOptions* o) { o->advantage.zero_variance_threshold = -1; },
+       "advantage.zero_variance_threshold"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ServerOptions options = DefaultServerOptions();
+    c.edit(&options);
+    const absl::Status status = ValidateServerOptions(options);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(status.message()), HasSubstr(c.message));
+  }
+}
+
+TEST(Config, MissingFileIsNotFoundNamingThePath) {
+  ServerOptions options = DefaultServerOptions();
+  const absl::Status status = ApplyConfigFile("/nonexistent/rlscore.textproto", &options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("/nonexistent/rlscore.textproto"));
+}
+
+TEST(Config, FileRoundTripsThroughItsTextForm) {
+  ServerOptions options = DefaultServerOptions();
+  options.listen_address = "[::]:6000";
+  options.limits.max_message_bytes = 1 << 20;
+  options.advantage.estimator = advantage::Estimator::kBatchNormalized;
+  options.advantage.deviation = advantage::Deviation::kPopulation;
+  const std::string path = ::testing::TempDir() + "rlscore-config-test.textproto";
+  std::ofstream(path) << ToConfigText(options);
+
+  ServerOptions loaded = DefaultServerOptions();
+  ASSERT_TRUE(ApplyConfigFile(path, &loaded).ok());
+  EXPECT_EQ(loaded.listen_address, "[::]:6000");
+  EXPECT_EQ(loaded.limits.max_message_bytes, 1u << 20);
+  EXPECT_EQ(loaded.advantage.estimator, advantage::Estimator::kBatchNormalized);
+  EXPECT_EQ(loaded.advantage.deviation, advantage::Deviation::kPopulation);
+  EXPECT_EQ(ToConfigText(loaded), ToConfigText(options));
+}
+
+}  // namespace
+}  // namespace rlscore::service

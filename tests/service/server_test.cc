@@ -1,0 +1,493 @@
+// The real server on loopback port 0, called through the generated stub.
+#include "service/server.h"
+
+#include <grpcpp/grpcpp.h>
+#include <prometheus/registry.h>
+
+#include <bit>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rlscore/v1/scoring_service.grpc.pb.h"
+#include "tests/service/test_client.h"
+
+namespace rlscore::service {
+namespace {
+
+using ::testing::HasSubstr;
+
+ServerOptions TestOptions() {
+  ServerOptions options = DefaultServerOptions();
+  options.listen_address = "127.0.0.1:0";
+  options.metrics_address = "127.0.0.1:0";
+  return options;
+}
+
+std::unique_ptr<Server> StartOrDie(const ServerOptions& options, ServerDependencies deps = {}) {
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options, std::move(deps));
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? std::move(*server) : nullptr;
+}
+
+std::shared_ptr<grpc::Channel> ChannelTo(const std::string& target) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  args.SetMaxSendMessageSize(-1);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+std::shared_ptr<grpc::Channel> ChannelTo(const Server& server) {
+  return ChannelTo("127.0.0.1:" + std::to_string(server.port()));
+}
+
+void SetDeadline(grpc::ClientContext* context, int seconds = 30) {
+  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+}
+
+// The incident's step 1,428: 16 groups of 8; 14 groups earn only the 0.1 format reward, two are
+// mixed.
+v1::ComputeAdvantagesRequest IncidentRequest() {
+  v1::ComputeAdvantagesRequest request;
+  for (int g = 0; g < 16; ++g) {
+    request.add_group_sizes(8);
+    for (int i = 0; i < 8; ++i) {
+      const bool mixed = g >= 14;
+      request.add_rewards(mixed && i % 3 == 0 ? 1.1 : 0.1);
+    }
+  }
+  return request;
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = StartOrDie(TestOptions());
+    ASSERT_NE(server_, nullptr);
+    channel_ = ChannelTo(*server_);
+    stub_ = v1::ScoringService::NewStub(channel_);
+  }
+
+  std::unique_ptr<Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::ScoringService::Stub> stub_;
+};
+
+TEST_F(ServerTest, ComputeAdvantagesClampsTheIncidentBatch) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ComputeAdvantagesResponse response;
+  grpc::Status status = stub_->ComputeAdvantages(&context, IncidentRequest(), &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+
+  ASSERT_EQ(response.advantages_size(), 128);
+  for (int i = 0; i < 112; ++i) {
+    EXPECT_EQ(std::bit_cast<uint64_t>(response.advantages(i)), 0u) << "index " << i;
+  }
+  ASSERT_EQ(response.groups().cause_size(), 16);
+  for (int g = 0; g < 14; ++g) {
+    EXPECT_EQ(response.groups().cause(g), v1::ZERO_VARIANCE_CAUSE_IDENTICAL_REWARDS);
+    EXPECT_FALSE(response.groups().keep(g));
+  }
+  // Mixed groups: 1.1 at positions 0, 3, 6 and 0.1 elsewhere: mean 0.475, sample std.
+  const double mean = (3 * 1.1 + 5 * 0.1) / 8;
+  const double sd =
+      std::sqrt((3 * (1.1 - mean) * (1.1 - mean) + 5 * (0.1 - mean) * (0.1 - mean)) / 7);
+  for (int g = 14; g < 16; ++g) {
+    EXPECT_EQ(response.groups().cause(g), v1::ZERO_VARIANCE_CAUSE_NONE);
+    EXPECT_TRUE(response.groups().keep(g));
+    EXPECT_NEAR(response.groups().mean(g), mean, 1e-15);
+    EXPECT_NEAR(response.groups().std(g), sd, 1e-15);
+    for (int i = 0; i < 8; ++i) {
+      const double r = i % 3 == 0 ? 1.1 : 0.1;
+      EXPECT_NEAR(response.advantages(g * 8 + i), (r - mean) / sd, 1e-12);
+    }
+  }
+  EXPECT_EQ(response.summary().groups(), 16u);
+  EXPECT_EQ(response.summary().completions(), 128u);
+  EXPECT_EQ(response.summary().zero_variance_groups(), 14u);
+  EXPECT_DOUBLE_EQ(response.summary().zero_variance_fraction(), 14.0 / 16.0);
+  ASSERT_EQ(response.summary().groups_by_cause_size(), v1::ZeroVarianceCause_ARRAYSIZE);
+  EXPECT_EQ(response.summary().groups_by_cause(v1::ZERO_VARIANCE_CAUSE_IDENTICAL_REWARDS), 14u);
+  EXPECT_EQ(response.backend(), "cpu");
+}
+
+TEST_F(ServerTest, ComputeAdvantagesHonoursOptionsAndOutcomes) {
+  v1::ComputeAdvantagesRequest request;
+  for (double r : {1.0, 0.0, 0.0, 0.0, 1.0, 1.0}) request.add_rewards(r);
+  request.add_group_sizes(4);
+  request.add_group_sizes(2);
+  for (auto o : {v1::OUTCOME_CORRECT, v1::OUTCOME_WRONG, v1::OUTCOME_WRONG, v1::OUTCOME_UNSCORABLE,
+                 v1::OUTCOME_CORRECT, v1::OUTCOME_CORRECT}) {
+    request.add_outcomes(o);
+  }
+  request.mutable_options()->set_estimator(v1::ESTIMATOR_RLOO);
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ComputeAdvantagesResponse response;
+  ASSERT_TRUE(stub_->ComputeAdvantages(&context, request, &response).ok());
+  // RLOO over the three scorable entries {1, 0, 0}: r minus the mean of the other two.
+  EXPECT_DOUBLE_EQ(response.advantages(0), 1.0);
+  EXPECT_DOUBLE_EQ(response.advantages(1), -0.5);
+  EXPECT_DOUBLE_EQ(response.advantages(2), -0.5);
+  EXPECT_EQ(std::bit_cast<uint64_t>(response.advantages(3)), 0u);
+  EXPECT_EQ(response.groups().scorable(0), 3u);
+  EXPECT_EQ(response.groups().cause(1), v1::ZERO_VARIANCE_CAUSE_ALL_CORRECT);
+  EXPECT_EQ(response.summary().unscorable(), 1u);
+}
+
+TEST_F(ServerTest, NanRewardIsInvalidArgumentNamingGroupAndPosition) {
+  v1::ComputeAdvantagesRequest request;
+  for (double r : {0.0, 1.0, 0.5, 0.5, std::nan("")}) request.add_rewards(r);
+  request.add_group_sizes(2);
+  request.add_group_sizes(3);
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ComputeAdvantagesResponse response;
+  grpc::Status status = stub_->ComputeAdvantages(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("group 1, position 2"));
+  EXPECT_THAT(status.error_message(), HasSubstr("NaN"));
+}
+
+TEST_F(ServerTest, BadShapeAndOptionsAreInvalidArgument) {
+  struct Case {
+    const char* name;
+    std::function<void(v1::ComputeAdvantagesRequest*)> edit;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"sizes do not add up", [](auto* r) { r->add_group_sizes(1); }, "group_sizes sum to 3"},
+      {"empty group",
+       [](auto* r) {
+         r->set_group_sizes(0, 0);
+         r->add_group_sizes(2);
+       },
+       "group_sizes[0] is 0"},
+      {"outcomes length", [](auto* r) { r->add_outcomes(v1::OUTCOME_CORRECT); }, "outcomes has 1"},
+      {"unknown outcome",
+       [](auto* r) {
+         for (int i = 0; i < 2; ++i) r->add_outcomes(v1::OUTCOME_CORRECT);
+         r->set_outcomes(1, static_cast<v1::Outcome>(42));
+       },
+       "outcomes[1]: unknown value 42"},
+      {"unknown estimator",
+       [](auto* r) { r->mutable_options()->set_estimator(static_cast<v1::Estimator>(9)); },
+       "options.estimator: unknown value 9"},
+      {"negative tau", [](auto* r) { r->mutable_options()->set_zero_variance_threshold(-1); },
+       "zero_variance_threshold must be finite"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    v1::ComputeAdvantagesRequest request;
+    request.add_rewards(0.0);
+    request.add_rewards(1.0);
+    request.add_group_sizes(2);
+    c.edit(&request);
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ComputeAdvantagesResponse response;
+    grpc::Status status = stub_->ComputeAdvantages(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(), HasSubstr(c.message));
+  }
+}
+
+TEST_F(ServerTest, HealthIsServing) {
+  EXPECT_EQ(testing::HealthStatus(channel_, ""), 1);
+  EXPECT_EQ(testing::HealthStatus(channel_, "rlscore.v1.ScoringService"), 1);
+}
+
+TEST_F(ServerTest, ReflectionListsTheService) {
+  const std::string services = testing::ReflectionListServices(channel_);
+  EXPECT_THAT(services, HasSubstr("rlscore.v1.ScoringService"));
+  EXPECT_THAT(services, HasSubstr("grpc.health.v1.Health"));
+}
+
+TEST_F(ServerTest, UnimplementedRpcsSayWhatIsMissing) {
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ScoreGroupsResponse response;
+    grpc::Status status = stub_->ScoreGroups(&context, v1::ScoreGroupsRequest(), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+    EXPECT_THAT(status.error_message(), HasSubstr("reward pipeline"));
+  }
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ScoreResponse response;
+    EXPECT_EQ(stub_->Score(&context, v1::ScoreRequest(), &response).error_code(),
+              grpc::StatusCode::UNIMPLEMENTED);
+  }
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::GetRunHealthResponse response;
+    grpc::Status status = stub_->GetRunHealth(&context, v1::GetRunHealthRequest(), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+    EXPECT_THAT(status.error_message(), HasSubstr("telemetry"));
+  }
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    auto stream = stub_->MonitorGeneration(&context);
+    v1::MonitorGenerationResponse response;
+    while (stream->Read(&response)) {
+    }
+    grpc::Status status = stream->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
+    EXPECT_THAT(status.error_message(), HasSubstr("n-gram"));
+  }
+}
+
+TEST_F(ServerTest, MetricsShowRequestsLatencyAndZeroVarianceGroups) {
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ComputeAdvantagesResponse response;
+    ASSERT_TRUE(stub_->ComputeAdvantages(&context, IncidentRequest(), &response).ok());
+  }
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ScoreGroupsResponse response;
+    stub_->ScoreGroups(&context, v1::ScoreGroupsRequest(), &response);
+  }
+  ASSERT_GT(server_->metrics_port(), 0);
+  const std::string metrics = testing::HttpGet(server_->metrics_port(), "/metrics");
+  EXPECT_THAT(metrics,
+              HasSubstr("rlscore_requests_total{code=\"OK\",method=\"ComputeAdvantages\"} 1"));
+  EXPECT_THAT(metrics,
+              HasSubstr("rlscore_requests_total{code=\"UNIMPLEMENTED\",method=\"ScoreGroups\"} 1"));
+  EXPECT_THAT(metrics,
+              HasSubstr("rlscore_request_duration_seconds_count{method=\"ComputeAdvantages\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_requests_in_flight{method=\"ComputeAdvantages\"} 0"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_advantage_groups_total 16"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_advantage_rewards_total 128"));
+  EXPECT_THAT(
+      metrics,
+      HasSubstr("rlscore_advantage_zero_variance_groups_total{cause=\"identical_rewards\"} 14"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_advantage_zero_variance_fraction 0.875"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_advantage_batch_rewards_count 1"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_advantage_backend_info{backend=\"cpu\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_build_info{version="));
+}
+
+TEST(ServerLimits, OversizedMessageIsResourceExhaustedAndTheNextCallSucceeds) {
+  ServerOptions options = TestOptions();
+  options.limits.max_message_bytes = 64 << 10;
+  std::unique_ptr<Server> server = StartOrDie(options);
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+
+  v1::ComputeAdvantagesRequest big;
+  for (int i = 0; i < 10000; ++i) big.add_rewards(i % 2);  // 80 kB of packed doubles
+  big.add_group_sizes(10000);
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ComputeAdvantagesResponse response;
+    grpc::Status status = stub->ComputeAdvantages(&context, big, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(status.error_message(), HasSubstr(std::to_string(64 << 10)));
+  }
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ComputeAdvantagesResponse response;
+  EXPECT_TRUE(stub->ComputeAdvantages(&context, IncidentRequest(), &response).ok());
+  EXPECT_EQ(response.advantages_size(), 128);
+}
+
+TEST(ServerLimits, GroupLimitsAreResourceExhaustedNamingTheLimit) {
+  ServerOptions options = TestOptions();
+  options.limits.max_group_size = 8;
+  options.limits.max_groups_per_request = 16;
+  std::unique_ptr<Server> server = StartOrDie(options);
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+
+  v1::ComputeAdvantagesRequest too_large_group;
+  for (int i = 0; i < 9; ++i) too_large_group.add_rewards(i);
+  too_large_group.add_group_sizes(9);
+  v1::ComputeAdvantagesRequest too_many_groups;
+  for (int i = 0; i < 17; ++i) {
+    too_many_groups.add_rewards(i);
+    too_many_groups.add_group_sizes(1);
+  }
+  const std::pair<v1::ComputeAdvantagesRequest*, const char*> cases[] = {
+      {&too_large_group, "group_sizes[0] = 9 exceeds the limit max_group_size = 8"},
+      {&too_many_groups, "17 groups exceed the limit max_groups_per_request = 16"},
+  };
+  for (const auto& [request, message] : cases) {
+    SCOPED_TRACE(message);
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ComputeAdvantagesResponse response;
+    grpc::Status status = stub->ComputeAdvantages(&context, *request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(status.error_message(), HasSubstr(message));
+  }
+}
+
+TEST(ServerListen, ServesOnAUnixSocket) {
+  ServerOptions options = TestOptions();
+  const std::string path =
+      ::testing::TempDir() + "rlscore-test-" + std::to_string(::getpid()) + ".sock";
+  options.listen_address = "unix:" + path;
+  options.metrics_address = "";
+  std::unique_ptr<Server> server = StartOrDie(options);
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->port(), 0);
+  EXPECT_EQ(server->metrics_port(), 0);
+  auto stub = v1::ScoringService::NewStub(ChannelTo("unix:" + path));
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ComputeAdvantagesResponse response;
+  EXPECT_TRUE(stub->ComputeAdvantages(&context, IncidentRequest(), &response).ok());
+  server->Shutdown(absl::ZeroDuration());
+  std::remove(path.c_str());
+}
+
+TEST(ServerListen, AnAddressInUseIsUnavailableNamingIt) {
+  std::unique_ptr<Server> first = StartOrDie(TestOptions());
+  ASSERT_NE(first, nullptr);
+  ServerOptions options = TestOptions();
+  options.listen_address = "127.0.0.1:" + std::to_string(first->port());
+  absl::StatusOr<std::unique_ptr<Server>> second = Server::Start(options);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr(options.listen_address));
+}
+
+// A CPU backend that holds each call until the test releases it, so a test can act while a call
+// is provably in flight.
+class GatedBackend final : public advantage::Backend {
+ public:
+  std::string_view Name() const override { return "gated-cpu"; }
+  absl::Status Compute(const advantage::Batch& batch, const advantage::Options& options,
+                       std::span<double> advantages, std::span<advantage::GroupStats> groups,
+                       advantage::BatchSummary* summary) override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++entered_;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return released_; });
+    }
+    return cpu_->Compute(batch, options, advantages, groups, summary);
+  }
+  void WaitUntilEntered(int calls) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return entered_ >= calls; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::unique_ptr<advantage::Backend> cpu_ = advantage::NewCpuBackend();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int entered_ = 0;
+  bool released_ = false;
+};
+
+TEST(ServerShutdown, DrainsInFlightCallsAndRefusesNewOnes) {
+  auto backend = std::make_shared<GatedBackend>();
+  std::unique_ptr<Server> server = StartOrDie(TestOptions(), {.backend = backend});
+  ASSERT_NE(server, nullptr);
+  auto channel = ChannelTo(*server);
+  auto stub = v1::ScoringService::NewStub(channel);
+
+  grpc::Status in_flight_status;
+  v1::ComputeAdvantagesResponse in_flight_response;
+  std::thread caller([&] {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    in_flight_status = stub->ComputeAdvantages(&context, IncidentRequest(), &in_flight_response);
+  });
+  backend->WaitUntilEntered(1);
+
+  std::thread stopper([&] { server->Shutdown(absl::Seconds(60)); });
+  // New calls are refused once shutdown has begun; the in-flight one is still held.
+  grpc::Status refused;
+  for (int attempt = 0; attempt < 10000; ++attempt) {
+    auto fresh = v1::ScoringService::NewStub(ChannelTo(*server));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    v1::ComputeAdvantagesResponse response;
+    refused = fresh->ComputeAdvantages(&context, v1::ComputeAdvantagesRequest(), &response);
+    if (!refused.ok()) break;
+  }
+  // Refused, not accepted: an accepted call would be held by the gate until its deadline.
+  // gRPC answers UNAVAILABLE once the listener is gone, CANCELLED for a call it had read but not
+  // yet started when shutdown began.
+  EXPECT_THAT(refused.error_code(),
+              ::testing::AnyOf(grpc::StatusCode::UNAVAILABLE, grpc::StatusCode::CANCELLED))
+      << refused.error_message();
+
+  backend->Release();
+  caller.join();
+  stopper.join();
+  ASSERT_TRUE(in_flight_status.ok()) << in_flight_status.error_message();
+  EXPECT_EQ(in_flight_response.advantages_size(), 128);
+  EXPECT_EQ(in_flight_response.backend(), "gated-cpu");
+}
+
+TEST(ServerShutdown, GraceExpiryCancelsWhatIsLeft) {
+  auto backend = std::make_shared<GatedBackend>();
+  std::unique_ptr<Server> server = StartOrDie(TestOptions(), {.backend = backend});
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+  grpc::Status status;
+  std::thread caller([&] {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ComputeAdvantagesResponse response;
+    status = stub->ComputeAdvantages(&context, IncidentRequest(), &response);
+  });
+  backend->WaitUntilEntered(1);
+  std::thread stopper([&] { server->Shutdown(absl::ZeroDuration()); });
+  // The client sees its call cancelled while the handler still runs; then the handler finishes.
+  caller.join();
+  EXPECT_FALSE(status.ok());
+  backend->Release();
+  stopper.join();
+}
+
+TEST(ServerDeadline, AnExpiredDeadlineIsAnsweredDeadlineExceeded) {
+  auto backend = std::make_shared<GatedBackend>();
+  std::unique_ptr<Server> server = StartOrDie(TestOptions(), {.backend = backend});
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+  v1::ComputeAdvantagesResponse response;
+  grpc::Status status = stub->ComputeAdvantages(&context, IncidentRequest(), &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  // The handler is still held; released now, it must notice the deadline and not answer OK.
+  backend->Release();
+  server->Shutdown(absl::Seconds(30));
+  const std::string metrics_text = [&] {
+    std::string text;
+    for (const auto& family : server->metrics().registry()->Collect()) {
+      if (family.name != "rlscore_requests_total") continue;
+      for (const auto& metric : family.metric) {
+        for (const auto& label : metric.label) text += label.name + "=" + label.value + ";";
+        text += "\n";
+      }
+    }
+    return text;
+  }();
+  EXPECT_THAT(metrics_text, HasSubstr("code=DEADLINE_EXCEEDED;method=ComputeAdvantages;"));
+}
+
+}  // namespace
+}  // namespace rlscore::service
