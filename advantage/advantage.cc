@@ -1,8 +1,10 @@
 #include "advantage/advantage.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -10,20 +12,37 @@
 namespace rlscore::advantage {
 namespace {
 
-// Sums in four interleaved lanes combined in a fixed order. Deterministic (the order depends only
-// on n), and four independent dependency chains instead of one, which is what lets the CPU path
-// keep up with memcpy bandwidth.
-double SumFixedOrder(const double* x, size_t n) {
+// The first pass over a group: the sum in four interleaved lanes combined in a fixed order, and
+// whether every value has the bit pattern of the first. Four lanes give the CPU independent
+// dependency chains (and the compiler two SIMD vectors); the order depends only on n, so the
+// result is deterministic.
+//
+// Bit-identity, not σ, is the primary zero-variance test: it is exact whatever residue the mean
+// computation leaves.
+struct FirstPass {
+  double sum;
+  bool identical;
+};
+
+FirstPass SumAndIdentity(const double* x, size_t n) {
+  const uint64_t first = std::bit_cast<uint64_t>(x[0]);
   double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+  uint64_t diff = 0;
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
     a0 += x[i];
     a1 += x[i + 1];
     a2 += x[i + 2];
     a3 += x[i + 3];
+    diff |= (std::bit_cast<uint64_t>(x[i]) ^ first) | (std::bit_cast<uint64_t>(x[i + 1]) ^ first) |
+            (std::bit_cast<uint64_t>(x[i + 2]) ^ first) |
+            (std::bit_cast<uint64_t>(x[i + 3]) ^ first);
   }
-  for (; i < n; ++i) a0 += x[i];
-  return (a0 + a1) + (a2 + a3);
+  for (; i < n; ++i) {
+    a0 += x[i];
+    diff |= std::bit_cast<uint64_t>(x[i]) ^ first;
+  }
+  return {(a0 + a1) + (a2 + a3), diff == 0};
 }
 
 // Σ (x - mean)², the second pass of the two-pass variance, in the same fixed lane order.
@@ -45,20 +64,36 @@ double SumSquaredDeviations(const double* x, size_t n, double mean) {
   return (a0 + a1) + (a2 + a3);
 }
 
-// True when every value has the same bit pattern as the first. This, not σ, is the primary
-// zero-variance test: it is exact whatever residue the mean computation leaves.
-bool BitIdentical(const double* x, size_t n) {
-  const uint64_t first = std::bit_cast<uint64_t>(x[0]);
-  uint64_t diff = 0;
-  for (size_t i = 1; i < n; ++i) diff |= std::bit_cast<uint64_t>(x[i]) ^ first;
-  return diff == 0;
-}
-
 double StdFromM2(double m2, uint64_t n, Deviation kind) {
   if (n < 2) return 0.0;
   const double denom =
       kind == Deviation::kSample ? static_cast<double>(n - 1) : static_cast<double>(n);
   return std::sqrt(m2 / denom);
+}
+
+// A σ below the smallest normal double is treated as zero whatever τ is: 1/σ would overflow.
+constexpr double kSmallestUsableStd = std::numeric_limits<double>::min();
+
+// Below this, Σ(x - μ)² has lost bits to subnormal underflow (deviations under about 1e-140).
+constexpr double kTinySumOfSquares = 1e-280;
+
+// σ of a group whose Σ(x - μ)² came out tiny: the deviations are rescaled by the largest one
+// before squaring, so σ keeps full precision however small the spread (this matters with τ = 0).
+// Sets `*m2` to the rescaled sum times scale², which may itself underflow.
+double TinySpreadStd(const double* x, size_t n, double mean, Deviation kind, double* m2) {
+  double scale = 0.0;
+  for (size_t i = 0; i < n; ++i) scale = std::max(scale, std::fabs(x[i] - mean));
+  if (scale == 0.0) {
+    *m2 = 0.0;
+    return 0.0;
+  }
+  double scaled = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    const double d = (x[i] - mean) / scale;
+    scaled += d * d;
+  }
+  *m2 = scaled * scale * scale;
+  return scale * StdFromM2(scaled, n, kind);
 }
 
 bool IsScorable(const Batch& batch, size_t index) {
@@ -155,8 +190,9 @@ void WriteGroup(const Batch& batch, const Options& options, const GroupStats& st
   };
   switch (options.estimator) {
     case Estimator::kGrpo: {
-      const double sd = stats.std;
-      write([=](double x) { return (x - mean) / sd; });
+      // One division per group, not per reward; within an ulp of (x - μ)/σ.
+      const double inv_sd = 1.0 / stats.std;
+      write([=](double x) { return (x - mean) * inv_sd; });
       break;
     }
     case Estimator::kDrGrpo:
@@ -169,9 +205,11 @@ void WriteGroup(const Batch& batch, const Options& options, const GroupStats& st
       write([=](double x) { return (x - mean) * factor; });
       break;
     }
-    case Estimator::kBatchNormalized:
-      write([=](double x) { return (x - mean) / batch_std; });
+    case Estimator::kBatchNormalized: {
+      const double inv_sd = 1.0 / batch_std;
+      write([=](double x) { return (x - mean) * inv_sd; });
       break;
+    }
   }
 }
 
@@ -279,14 +317,17 @@ absl::Status Compute(const Batch& batch, const Options& options, std::span<doubl
     double m2 = 0.0;
     bool identical = true;
     if (n > 0) {
-      const double sum = SumFixedOrder(values, n);
+      const FirstPass first = SumAndIdentity(values, n);
+      const double sum = first.sum;
       if (!std::isfinite(sum)) return NonFiniteError(batch, g, offset, size);
-      identical = BitIdentical(values, n);
+      identical = first.identical;
       // The mean of identical values is the value itself, exactly.
       st.mean = identical ? values[0] : sum / static_cast<double>(n);
       m2 = identical ? 0.0 : SumSquaredDeviations(values, n, st.mean);
       if (!std::isfinite(m2)) return NonFiniteError(batch, g, offset, size);
-      st.std = StdFromM2(m2, n, options.deviation);
+      st.std = !identical && m2 < kTinySumOfSquares
+                   ? TinySpreadStd(values, n, st.mean, options.deviation, &m2)
+                   : StdFromM2(m2, n, options.deviation);
     }
     moments.Merge(n, st.mean, m2);
 
@@ -294,8 +335,8 @@ absl::Status Compute(const Batch& batch, const Options& options, std::span<doubl
       st.cause = ZeroVarianceCause::kAllUnscorable;
     } else if (n == 1) {
       st.cause = ZeroVarianceCause::kSingleton;
-    } else if (identical || st.std < tau || st.std == 0.0) {
-      // σ == 0 without bit-identity: +0.0 and -0.0, clamped even when τ = 0.
+    } else if (identical || st.std < std::max(tau, kSmallestUsableStd)) {
+      // Even with τ = 0: σ == 0 without bit-identity (+0.0 beside -0.0) or a subnormal σ.
       st.cause = CauseFromOutcomes(batch, offset, size);
       if (st.cause == ZeroVarianceCause::kNone) {
         st.cause =
@@ -303,6 +344,7 @@ absl::Status Compute(const Batch& batch, const Options& options, std::span<doubl
       }
     }
     if (!batch_normalized) {
+      ++s.groups_by_cause[static_cast<size_t>(st.cause)];
       WriteGroup(batch, options, st, 0.0, offset, size, has_unscorable, advantages.data() + offset);
     }
     offset += size;
@@ -322,9 +364,10 @@ absl::Status Compute(const Batch& batch, const Options& options, std::span<doubl
     for (size_t g = 0; g < batch.group_sizes.size(); ++g) {
       const size_t size = batch.group_sizes[g];
       GroupStats& st = groups[g];
-      if (!st.zero_variance() && (s.reward_std < tau || s.reward_std == 0.0)) {
+      if (!st.zero_variance() && (s.reward_std < std::max(tau, kSmallestUsableStd))) {
         st.cause = ZeroVarianceCause::kBelowThreshold;
       }
+      ++s.groups_by_cause[static_cast<size_t>(st.cause)];
       const bool has_unscorable = st.scorable != size;
       WriteGroup(batch, options, st, s.reward_std, offset, size, has_unscorable,
                  advantages.data() + offset);
@@ -332,7 +375,6 @@ absl::Status Compute(const Batch& batch, const Options& options, std::span<doubl
     }
   }
 
-  for (const GroupStats& st : groups) ++s.groups_by_cause[static_cast<size_t>(st.cause)];
   s.zero_variance_groups = s.groups - s.groups_by_cause[0];
   s.zero_variance_fraction =
       s.groups == 0 ? 0.0

@@ -127,9 +127,11 @@ absl::Status ValidateShape(const Batch& batch, const Options& options);
 //
 // Statistics are two-pass in double (mean, then the sum of squared deviations; never
 // E[x²] - E[x]²). A group is zero-variance when it has fewer than two scorable entries, when its
-// scorable rewards are bit-identical, or when σ < τ or σ == 0 (+0.0 beside -0.0, even with
-// τ = 0); for kBatchNormalized also when σ_batch < τ or σ_batch == 0. All its advantages are then
-// exactly +0.0. Unscorable entries get +0.0 too.
+// scorable rewards are bit-identical, or when σ < τ; for kBatchNormalized also when σ_batch < τ.
+// Whatever τ is (even 0), a σ below the smallest normal double (+0.0 beside -0.0, subnormal
+// spreads) counts as zero. All advantages of such a group are exactly +0.0; unscorable entries
+// get +0.0 too. A tiny but normal σ keeps full precision (deviations are rescaled before
+// squaring when their squares would underflow).
 //
 // Errors: INVALID_ARGUMENT for a bad shape (see ValidateShape) or a NaN/±Inf reward, naming the
 // group, the position in the group and the flat index of the first offending value.

@@ -21,6 +21,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "advantage/advantage.h"

@@ -1035,9 +1035,9 @@ void ExpectAllFinite(const Result& res, const std::string& what) {
 }
 
 TEST(Advantage, ZeroThresholdNeverDividesByZero) {
-  // With τ = 0, a group whose rewards are not bit-identical but whose σ is exactly 0 in double
-  // (+0.0 beside -0.0, or differences whose squares underflow) is clamped, not divided by σ = 0:
-  // the header's "σ < τ or σ == 0".
+  // With τ = 0, a group whose rewards are not bit-identical but whose σ is 0 or subnormal in
+  // double (+0.0 beside -0.0, subnormal spreads) is clamped, not divided by σ: the header's
+  // "a σ below the smallest normal double counts as zero".
   struct Row {
     const char* name;
     std::vector<double> rewards;
@@ -1045,8 +1045,8 @@ TEST(Advantage, ZeroThresholdNeverDividesByZero) {
   const std::vector<Row> rows = {
       {"+0.0 and -0.0", {0.0, -0.0}},
       {"-0.0 among +0.0", {0.0, 0.0, -0.0, 0.0}},
-      {"differences of 1e-170", {1e-170, 2e-170}},
       {"subnormal", {0.0, std::numeric_limits<double>::denorm_min()}},
+      {"subnormal spread", {0.0, 1e-310, 2e-310}},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
@@ -1068,10 +1068,9 @@ TEST(Advantage, ZeroThresholdNeverDividesByZero) {
 }
 
 TEST(Advantage, ZeroThresholdTinySpreadsAreAccurateOrClamped) {
-  // With τ = 0 a group whose σ is tiny but not 0 is normalised. When Σ(r - μ)² falls into the
-  // subnormal range it keeps only a few significant bits, so σ is off by far more than 1e-12. An
-  // acceptable result is either the clamp (+0.0, zero-variance) or advantages that still match
-  // the long-double reference. For {1e-160, 2e-160} that reference is exactly ∓1/√2, which is
+  // With τ = 0 a group whose σ is tiny but normal is normalised. Σ(r - μ)² would fall into the
+  // subnormal range and keep only a few significant bits; the library rescales the deviations, so
+  // the advantages still match the long-double reference. For {1e-160, 2e-160} that reference is exactly ∓1/√2, which is
   // also the largest magnitude a standardised score of a pair can have.
   struct Row {
     const char* name;
@@ -1081,6 +1080,7 @@ TEST(Advantage, ZeroThresholdTinySpreadsAreAccurateOrClamped) {
       {"pair 1e-160 apart", {1e-160, 2e-160}},
       {"triple 1e-158 apart", {1e-158, 2e-158, 3e-158}},
       {"pair 1e-155 apart", {1e-155, 2e-155}},
+      {"pair 1e-170 apart", {1e-170, 2e-170}},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
@@ -1092,10 +1092,8 @@ TEST(Advantage, ZeroThresholdTinySpreadsAreAccurateOrClamped) {
       SCOPED_TRACE(OptionsName(o));
       const absl::StatusOr<Result> res = ComputeCase(c, o);
       ASSERT_TRUE(res.ok()) << res.status();
-      if (res->groups[0].zero_variance()) {
-        EXPECT_TRUE(std::all_of(res->advantages.begin(), res->advantages.end(), IsPositiveZero));
-        continue;
-      }
+      // σ is tiny but a normal double: the group has signal and is normalised accurately.
+      ASSERT_FALSE(res->groups[0].zero_variance()) << CauseName(res->groups[0].cause);
       const Reference ref = MakeReference(c, o);
       for (size_t i = 0; i < c.rewards.size(); ++i) {
         const RefValue want = ReferenceAdvantage(c, o, ref, i);
