@@ -28,9 +28,11 @@ constexpr char kRunHealthMissing[] =
     "rlscore.v1.ScoringService/GetRunHealth is not implemented yet: it needs per-run telemetry "
     "windows fed by ScoreGroups";
 
-// DEADLINE_EXCEEDED if the caller's deadline has passed, CANCELLED if the caller gave up.
-absl::Status CheckCallAlive(const grpc::CallbackServerContext& context, std::string_view stage) {
-  if (context.deadline() <= std::chrono::system_clock::now()) {
+// DEADLINE_EXCEEDED if the caller's deadline has passed by `clock`, CANCELLED if the caller gave
+// up.
+absl::Status CheckCallAlive(const grpc::CallbackServerContext& context, const Clock& clock,
+                            std::string_view stage) {
+  if (clock.Now() >= absl::FromChrono(context.deadline())) {
     return absl::DeadlineExceededError(absl::StrCat("deadline passed ", Sv(stage)));
   }
   // IsCancelled() is not const in gRPC 1.51 although it only reads.
@@ -62,8 +64,8 @@ class UnimplementedStream final
 }  // namespace
 
 ScoringService::ScoringService(const ServerOptions& options, advantage::Backend* backend,
-                               Metrics* metrics)
-    : options_(options), backend_(backend), metrics_(metrics) {}
+                               Metrics* metrics, const Clock* clock)
+    : options_(options), backend_(backend), metrics_(metrics), clock_(clock) {}
 
 grpc::ServerUnaryReactor* ScoringService::Finish(grpc::CallbackServerContext* context,
                                                  Method method, absl::Time start,
@@ -116,7 +118,7 @@ grpc::ServerUnaryReactor* ScoringService::ComputeAdvantages(
 absl::Status ScoringService::DoComputeAdvantages(const grpc::CallbackServerContext& context,
                                                  const v1::ComputeAdvantagesRequest& request,
                                                  v1::ComputeAdvantagesResponse* response) {
-  RLSCORE_RETURN_IF_ERROR(CheckCallAlive(context, "before ComputeAdvantages started"));
+  RLSCORE_RETURN_IF_ERROR(CheckCallAlive(context, *clock_, "before ComputeAdvantages started"));
   AdvantageCall call;
   RLSCORE_RETURN_IF_ERROR(
       MapComputeAdvantagesRequest(request, options_.limits, options_.advantage, &call));
@@ -127,7 +129,7 @@ absl::Status ScoringService::DoComputeAdvantages(const grpc::CallbackServerConte
       call.batch, call.options,
       PrepareAdvantages(call.batch.rewards.size(), response->mutable_advantages()), groups,
       &summary));
-  RLSCORE_RETURN_IF_ERROR(CheckCallAlive(context, "while advantages were computed"));
+  RLSCORE_RETURN_IF_ERROR(CheckCallAlive(context, *clock_, "while advantages were computed"));
 
   FillGroupStatistics(groups, response->mutable_groups());
   FillBatchSummary(summary, response->mutable_summary());

@@ -11,16 +11,19 @@
 
 #include "absl/status/status.h"
 #include "advantage/advantage.h"
+#include "common/clock.h"
 #include "rlscore/v1/scoring_service.grpc.pb.h"
 #include "service/config.h"
 #include "service/metrics.h"
 
 namespace rlscore::service {
 
-// Thread-safe: gRPC calls its handlers concurrently. `backend` and `metrics` must outlive it.
+// Thread-safe: gRPC calls its handlers concurrently. `backend`, `metrics` and `clock` must
+// outlive it; `clock` decides whether a caller's deadline has passed.
 class ScoringService final : public v1::ScoringService::CallbackService {
  public:
-  ScoringService(const ServerOptions& options, advantage::Backend* backend, Metrics* metrics);
+  ScoringService(const ServerOptions& options, advantage::Backend* backend, Metrics* metrics,
+                 const Clock* clock);
 
   grpc::ServerUnaryReactor* ScoreGroups(grpc::CallbackServerContext* context,
                                         const v1::ScoreGroupsRequest* request,
@@ -48,6 +51,7 @@ class ScoringService final : public v1::ScoringService::CallbackService {
   const ServerOptions options_;
   advantage::Backend* const backend_;
   Metrics* const metrics_;
+  const Clock* const clock_;
 };
 
 }  // namespace rlscore::service

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "advantage/advantage.h"
+#include "common/clock.h"
 #include "service/config.h"
 #include "service/metrics.h"
 
@@ -37,6 +38,9 @@ class ScoringService;
 struct ServerDependencies {
   // Computes advantages; null means the CPU backend.
   std::shared_ptr<advantage::Backend> backend;
+  // Decides whether callers' deadlines have passed; null means RealClock(). Must outlive the
+  // server.
+  const Clock* clock = nullptr;
 };
 
 // Thread-safety: Shutdown() and Wait() may be called from any thread, concurrently.
