@@ -169,46 +169,44 @@ struct BatchMoments {
   }
 };
 
-// Writes the advantages of one group whose statistics and cause are final. `batch_std` is used by
-// kBatchNormalized only.
-void WriteGroup(const Batch& batch, const Options& options, const GroupStats& stats,
-                double batch_std, size_t offset, size_t size, bool has_unscorable, double* out) {
+// Every estimator is (r - μ_group) · factor for the scorable entries of a group with signal:
+//   GRPO              1/σ            (one division per group, within an ulp of (r - μ)/σ)
+//   Dr. GRPO          1              (exact: r - μ)
+//   RLOO              n/(n - 1)      (r - (S - r)/(n - 1), without the cancellation in S - r)
+//   batch-normalised  1/σ_batch
+double Factor(Estimator estimator, const GroupStats& stats, double batch_std) {
+  switch (estimator) {
+    case Estimator::kGrpo:
+      return 1.0 / stats.std;
+    case Estimator::kDrGrpo:
+      return 1.0;
+    case Estimator::kRloo: {
+      const double n = stats.scorable;
+      return n / (n - 1.0);
+    }
+    case Estimator::kBatchNormalized:
+      return 1.0 / batch_std;
+  }
+  return 0.0;
+}
+
+// Writes the advantages of one group whose statistics and cause are final: +0.0 for a
+// zero-variance group and for unscorable entries.
+inline void WriteGroup(const Batch& batch, const Options& options, const GroupStats& stats,
+                       double batch_std, size_t offset, size_t size, bool has_unscorable,
+                       double* out) {
   if (stats.zero_variance()) {
     std::fill(out, out + size, 0.0);
     return;
   }
   const double* r = batch.rewards.data() + offset;
   const double mean = stats.mean;
-  auto write = [&](auto&& formula) {
-    if (!has_unscorable) {
-      for (size_t i = 0; i < size; ++i) out[i] = formula(r[i]);
-    } else {
-      for (size_t i = 0; i < size; ++i) {
-        out[i] = IsScorable(batch, offset + i) ? formula(r[i]) : 0.0;
-      }
-    }
-  };
-  switch (options.estimator) {
-    case Estimator::kGrpo: {
-      // One division per group, not per reward; within an ulp of (x - μ)/σ.
-      const double inv_sd = 1.0 / stats.std;
-      write([=](double x) { return (x - mean) * inv_sd; });
-      break;
-    }
-    case Estimator::kDrGrpo:
-      write([=](double x) { return x - mean; });
-      break;
-    case Estimator::kRloo: {
-      // r - (S - r)/(n - 1) == n/(n - 1) · (r - μ), without the cancellation in S - r.
-      const double n = stats.scorable;
-      const double factor = n / (n - 1.0);
-      write([=](double x) { return (x - mean) * factor; });
-      break;
-    }
-    case Estimator::kBatchNormalized: {
-      const double inv_sd = 1.0 / batch_std;
-      write([=](double x) { return (x - mean) * inv_sd; });
-      break;
+  const double factor = Factor(options.estimator, stats, batch_std);
+  if (!has_unscorable) {
+    for (size_t i = 0; i < size; ++i) out[i] = (r[i] - mean) * factor;
+  } else {
+    for (size_t i = 0; i < size; ++i) {
+      out[i] = IsScorable(batch, offset + i) ? (r[i] - mean) * factor : 0.0;
     }
   }
 }
