@@ -1067,7 +1067,7 @@ TEST(Advantage, ZeroThresholdNeverDividesByZero) {
   }
 }
 
-TEST(Advantage, ZeroThresholdTinySpreadsAreAccurateOrClamped) {
+TEST(Advantage, ZeroThresholdTinySpreadsStayAccurate) {
   // With τ = 0 a group whose σ is tiny but normal is normalised. Σ(r - μ)² would fall into the
   // subnormal range and keep only a few significant bits; the library rescales the deviations, so
   // the advantages still match the long-double reference. For {1e-160, 2e-160} that reference is exactly ∓1/√2, which is
