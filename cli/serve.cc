@@ -58,6 +58,8 @@ FlagSet MakeServeFlags(ServeFlags* f) {
                if (s.ok()) o.drain_timeout = absl::Seconds(static_cast<int64_t>(secs));
                return s;
              }});
+  flags.Add({"scoring-threads", "N", "threads that score completions; 0 = one per core (default 0)",
+             [&o](std::string_view v) { return ParseUint32(v, &o.scoring_threads); }});
   flags.Add({"print-config", "", "print the effective configuration and exit",
              [f](std::string_view v) { return ParseBool(v, &f->print_config); }});
   flags.Add(

@@ -57,9 +57,16 @@ absl::Status Apply(const config::v1::ServerConfig& file, ServerOptions* options)
   }
   if (file.has_advantage()) {
     absl::Status status = ApplyAdvantageOptions(file.advantage(), &options->advantage);
-    if (!status.ok())
+    if (!status.ok()) {
       return absl::InvalidArgumentError(absl::StrCat("advantage: ", status.message()));
+    }
+    // The built-in default profile follows the server's advantage defaults.
+    options->profiles = DefaultProfiles(options->advantage);
   }
+  for (const config::v1::Profile& profile : file.profiles()) {
+    RLSCORE_RETURN_IF_ERROR(options->profiles.Add(profile, options->advantage));
+  }
+  if (file.has_scoring_threads()) options->scoring_threads = file.scoring_threads();
   return absl::OkStatus();
 }
 
@@ -137,6 +144,10 @@ std::string ToConfigText(const ServerOptions& options) {
   limits->set_max_group_size(options.limits.max_group_size);
   limits->set_max_completion_bytes(options.limits.max_completion_bytes);
   AdvantageOptionsToProto(options.advantage, file.mutable_advantage());
+  for (const auto& [name, profile] : options.profiles.all()) {
+    ProfileToProto(profile, file.add_profiles());
+  }
+  file.set_scoring_threads(options.scoring_threads);
   std::string text;
   pb::TextFormat::PrintToString(file, &text);
   return text;

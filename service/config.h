@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "advantage/advantage.h"
+#include "service/profiles.h"
 
 namespace rlscore::service {
 
@@ -35,8 +36,12 @@ struct ServerOptions {
   Limits limits;
   // SIGTERM: how long in-flight calls may take to finish before they are cancelled.
   absl::Duration drain_timeout = absl::Seconds(30);
-  // For requests that leave advantage options unset.
+  // For requests that leave advantage options unset, and for profiles that do.
   advantage::Options advantage;
+  // Reward profiles by name; always holds "default" (SPEC §1's table).
+  ProfileSet profiles = DefaultProfiles(advantage::Options{});
+  // Threads that score completions; 0 means one per core.
+  uint32_t scoring_threads = 0;
 };
 
 // The built-in configuration: what `rlscore serve` runs with when given nothing.

@@ -40,6 +40,11 @@ prometheus::Histogram::BucketBoundaries BatchBuckets() {
   return {1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8};
 }
 
+// Reward components live in about [-2, 2].
+prometheus::Histogram::BucketBoundaries RewardBuckets() {
+  return {-1.5, -1, -0.75, -0.5, -0.25, -0.1, -1e-9, 1e-9, 0.1, 0.25, 0.5, 0.75, 1, 1.1, 1.5};
+}
+
 // absl::StatusCodeToString gives "INVALID_ARGUMENT" etc.; gRPC's names are the same.
 std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
 
@@ -101,6 +106,41 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                        .Name("rlscore_advantage_backend_info")
                        .Help("1 for the backend that computes advantages")
                        .Register(*registry_);
+  auto counter = [&](const char* name, const char* help) {
+    return &prometheus::BuildCounter().Name(name).Help(help).Register(*registry_).Add({});
+  };
+  completions_ = counter("rlscore_completions_total", "Completions scored");
+  auto& components = prometheus::BuildHistogram()
+                         .Name("rlscore_reward_component")
+                         .Help("Reward components of scored completions, before weighting")
+                         .Register(*registry_);
+  const char* component_names[] = {"accuracy", "format", "repetition", "length", "total"};
+  for (size_t i = 0; i < components_.size(); ++i) {
+    components_[i] = &components.Add({{"component", component_names[i]}}, RewardBuckets());
+  }
+  auto& verdicts = prometheus::BuildCounter()
+                       .Name("rlscore_verdicts_total")
+                       .Help("Completions by typed verdict")
+                       .Register(*registry_);
+  const char* verdict_names[] = {"correct", "wrong", "no_answer", "unparseable_reference",
+                                 "budget_exceeded"};
+  for (size_t i = 0; i < verdicts_.size(); ++i) {
+    verdicts_[i] = &verdicts.Add({{"verdict", verdict_names[i]}});
+  }
+  repetition_fired_ = &prometheus::BuildCounter()
+                           .Name("rlscore_repetition_fired_total")
+                           .Help("Completions whose repetition rule fired, by detector")
+                           .Register(*registry_)
+                           .Add({{"detector", "ngram"}});
+  truncated_ = counter("rlscore_truncated_total", "Completions truncated (no EOS or >= L_max)");
+  tokens_estimated_ =
+      counter("rlscore_tokens_estimated_total", "Completions whose token count was estimated");
+  format_gated_ = counter("rlscore_format_gated_total",
+                          "Well-formed completions whose format reward was withheld because the "
+                          "answer was wrong");
+  format_ungated_ = counter("rlscore_format_ungated_total",
+                            "Format rewards paid to wrong answers because a profile opted out of "
+                            "the accuracy gate");
   prometheus::BuildGauge()
       .Name("rlscore_build_info")
       .Help("1, labelled with the version of this build")
@@ -132,6 +172,20 @@ void Metrics::RecordAdvantageBatch(const advantage::BatchSummary& summary) {
     }
   }
   if (summary.groups > 0) zero_variance_fraction_->Set(summary.zero_variance_fraction);
+}
+
+void Metrics::RecordCompletion(const scorers::CompletionScore& s) {
+  completions_->Increment();
+  const double values[] = {s.accuracy, s.format, s.repetition, s.length, s.total};
+  for (size_t i = 0; i < components_.size(); ++i) components_[i]->Observe(values[i]);
+  verdicts_[static_cast<size_t>(s.verdict)]->Increment();
+  if (s.repetition_finding.detector != scorers::RepetitionDetector::kNone) {
+    repetition_fired_->Increment();
+  }
+  if (s.truncated) truncated_->Increment();
+  if (s.tokens_estimated) tokens_estimated_->Increment();
+  if (s.format_gated) format_gated_->Increment();
+  if (s.format_paid_ungated) format_ungated_->Increment();
 }
 
 void Metrics::SetBackend(std::string_view backend) {

@@ -20,6 +20,17 @@
 //   rlscore_advantage_zero_variance_fraction       of the last batch
 //   rlscore_advantage_backend_info{backend}        1 for the backend that serves
 //   rlscore_build_info{version}                    1
+//   rlscore_completions_total                      completions scored (ScoreGroups and Score)
+//   rlscore_reward_component{component}            histogram of accuracy, format, repetition,
+//                                                  length and total
+//   rlscore_verdicts_total{verdict}                by typed verdict
+//   rlscore_repetition_fired_total{detector}       repetition rule fired
+//   rlscore_truncated_total                        completions truncated
+//   rlscore_tokens_estimated_total                 completions whose length was estimated
+//   rlscore_format_gated_total                     well-formed but wrong: format reward withheld
+//                                                  (the pattern the incident exploited)
+//   rlscore_format_ungated_total                   format reward paid to a wrong answer because a
+//                                                  profile opted out of the gate
 #pragma once
 
 #include <array>
@@ -29,6 +40,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "advantage/advantage.h"
+#include "scorers/reward.h"
 
 namespace prometheus {
 class Counter;
@@ -60,6 +72,7 @@ class Metrics {
   void CallFinished(Method method, absl::StatusCode code, absl::Duration elapsed);
   void RecordAdvantageBatch(const advantage::BatchSummary& summary);
   void SetBackend(std::string_view backend);
+  void RecordCompletion(const scorers::CompletionScore& score);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -73,6 +86,14 @@ class Metrics {
   std::array<prometheus::Counter*, advantage::kNumZeroVarianceCauses> zero_variance_groups_{};
   prometheus::Gauge* zero_variance_fraction_;
   prometheus::Family<prometheus::Gauge>* backend_info_;
+  prometheus::Counter* completions_;
+  std::array<prometheus::Histogram*, 5> components_;  // accuracy, format, repetition, length, total
+  std::array<prometheus::Counter*, 5> verdicts_;      // indexed by scorers::Verdict
+  prometheus::Counter* repetition_fired_;
+  prometheus::Counter* truncated_;
+  prometheus::Counter* tokens_estimated_;
+  prometheus::Counter* format_gated_;
+  prometheus::Counter* format_ungated_;
 };
 
 }  // namespace rlscore::service

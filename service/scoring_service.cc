@@ -14,13 +14,6 @@ namespace rlscore::service {
 namespace {
 
 // What each RPC still waits for; the message a caller reads in the UNIMPLEMENTED answer.
-constexpr char kScoreGroupsMissing[] =
-    "rlscore.v1.ScoringService/ScoreGroups is not implemented yet: it needs the reward pipeline "
-    "(completion anatomy, gated format reward, repetition, length and accuracy scorers). Until "
-    "then, score elsewhere and call ComputeAdvantages with the rewards";
-constexpr char kScoreMissing[] =
-    "rlscore.v1.ScoringService/Score is not implemented yet: it needs the reward pipeline "
-    "(completion anatomy, gated format reward, repetition, length and accuracy scorers)";
 constexpr char kMonitorMissing[] =
     "rlscore.v1.ScoringService/MonitorGeneration is not implemented yet: it needs the incremental "
     "n-gram repetition rule and the token budget of the early-stop stream";
@@ -64,8 +57,18 @@ class UnimplementedStream final
 }  // namespace
 
 ScoringService::ScoringService(const ServerOptions& options, advantage::Backend* backend,
-                               Metrics* metrics, const Clock* clock)
-    : options_(options), backend_(backend), metrics_(metrics), clock_(clock) {}
+                               Metrics* metrics, const Clock* clock,
+                               const scorers::AccuracyScorer* accuracy, WorkerPool* pool)
+    : options_(options),
+      backend_(backend),
+      metrics_(metrics),
+      clock_(clock),
+      scoring_{.limits = &options_.limits,
+               .profiles = &options_.profiles,
+               .accuracy = accuracy,
+               .backend = backend,
+               .pool = pool,
+               .metrics = metrics} {}
 
 grpc::ServerUnaryReactor* ScoringService::Finish(grpc::CallbackServerContext* context,
                                                  Method method, absl::Time start,
@@ -77,19 +80,27 @@ grpc::ServerUnaryReactor* ScoringService::Finish(grpc::CallbackServerContext* co
 }
 
 grpc::ServerUnaryReactor* ScoringService::ScoreGroups(grpc::CallbackServerContext* context,
-                                                      const v1::ScoreGroupsRequest*,
-                                                      v1::ScoreGroupsResponse*) {
+                                                      const v1::ScoreGroupsRequest* request,
+                                                      v1::ScoreGroupsResponse* response) {
   const absl::Time start = absl::Now();
   metrics_->CallStarted(Method::kScoreGroups);
-  return Finish(context, Method::kScoreGroups, start,
-                absl::UnimplementedError(kScoreGroupsMissing));
+  absl::Status status = CheckCallAlive(*context, *clock_, "before ScoreGroups started");
+  if (status.ok()) status = RunScoreGroups(scoring_, *request, response);
+  if (status.ok()) status = CheckCallAlive(*context, *clock_, "while completions were scored");
+  if (!status.ok()) response->Clear();
+  return Finish(context, Method::kScoreGroups, start, status);
 }
 
 grpc::ServerUnaryReactor* ScoringService::Score(grpc::CallbackServerContext* context,
-                                                const v1::ScoreRequest*, v1::ScoreResponse*) {
+                                                const v1::ScoreRequest* request,
+                                                v1::ScoreResponse* response) {
   const absl::Time start = absl::Now();
   metrics_->CallStarted(Method::kScore);
-  return Finish(context, Method::kScore, start, absl::UnimplementedError(kScoreMissing));
+  absl::Status status = CheckCallAlive(*context, *clock_, "before Score started");
+  if (status.ok()) status = RunScore(scoring_, *request, response);
+  if (status.ok()) status = CheckCallAlive(*context, *clock_, "while completions were scored");
+  if (!status.ok()) response->Clear();
+  return Finish(context, Method::kScore, start, status);
 }
 
 grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse>*

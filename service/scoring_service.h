@@ -15,6 +15,8 @@
 #include "rlscore/v1/scoring_service.grpc.pb.h"
 #include "service/config.h"
 #include "service/metrics.h"
+#include "service/scoring_engine.h"
+#include "service/worker_pool.h"
 
 namespace rlscore::service {
 
@@ -23,7 +25,7 @@ namespace rlscore::service {
 class ScoringService final : public v1::ScoringService::CallbackService {
  public:
   ScoringService(const ServerOptions& options, advantage::Backend* backend, Metrics* metrics,
-                 const Clock* clock);
+                 const Clock* clock, const scorers::AccuracyScorer* accuracy, WorkerPool* pool);
 
   grpc::ServerUnaryReactor* ScoreGroups(grpc::CallbackServerContext* context,
                                         const v1::ScoreGroupsRequest* request,
@@ -52,6 +54,7 @@ class ScoringService final : public v1::ScoringService::CallbackService {
   advantage::Backend* const backend_;
   Metrics* const metrics_;
   const Clock* const clock_;
+  const ScoringContext scoring_;
 };
 
 }  // namespace rlscore::service

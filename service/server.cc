@@ -42,9 +42,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       dependencies.backend ? std::move(dependencies.backend) : advantage::NewCpuBackend();
   server->metrics_ = std::make_unique<Metrics>();
   server->metrics_->SetBackend(server->backend_->Name());
+  server->accuracy_ = scorers::NewBasicAccuracyScorer();
+  server->pool_ = std::make_unique<WorkerPool>(options.scoring_threads);
   server->service_ = std::make_unique<ScoringService>(
       options, server->backend_.get(), server->metrics_.get(),
-      dependencies.clock != nullptr ? dependencies.clock : &RealClock());
+      dependencies.clock != nullptr ? dependencies.clock : &RealClock(), server->accuracy_.get(),
+      server->pool_.get());
 
   // Metrics first: a port clash there should not leave a half-started gRPC server behind.
   if (!options.metrics_address.empty()) {

@@ -20,8 +20,10 @@
 #include "absl/time/time.h"
 #include "advantage/advantage.h"
 #include "common/clock.h"
+#include "scorers/accuracy.h"
 #include "service/config.h"
 #include "service/metrics.h"
+#include "service/worker_pool.h"
 
 namespace grpc {
 class Server;
@@ -73,6 +75,8 @@ class Server {
 
   std::shared_ptr<advantage::Backend> backend_;
   std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<scorers::AccuracyScorer> accuracy_;
+  std::unique_ptr<WorkerPool> pool_;
   std::unique_ptr<ScoringService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<prometheus::Exposer> exposer_;

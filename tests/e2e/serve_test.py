@@ -104,6 +104,23 @@ class ServeTest(unittest.TestCase):
         self.assertFalse(any(reply.groups.keep[:14]))
         self.assertTrue(all(reply.groups.keep[14:]))
 
+        # ScoreGroups: perfect tags with a wrong answer earn nothing (the format gate); the
+        # all-wrong group is zero-variance.
+        from rlscore.v1 import scoring_pb2  # noqa: generated at build
+        wrong = scoring_pb2.Group(references=["42"], completions=[
+            scoring_pb2.Completion(text=("<think>careful</think> \\boxed{%d}" % v).encode(),
+                                   num_tokens=2780) for v in (7, 8, 9, 10)])
+        mixed = scoring_pb2.Group(references=["42"], completions=[
+            scoring_pb2.Completion(text=("<think>6*7</think> \\boxed{%d}" % v).encode())
+            for v in (42, 41)])
+        scored = self.stub.ScoreGroups(scoring_pb2.ScoreGroupsRequest(groups=[wrong, mixed]),
+                                       timeout=30)
+        self.assertEqual(list(scored.rewards[:4]), [0.0] * 4)
+        self.assertTrue(all(r.format_gated for r in scored.results[:4]))
+        self.assertEqual(scored.groups.cause[0], self.pb.ZERO_VARIANCE_CAUSE_ALL_WRONG)
+        self.assertAlmostEqual(scored.rewards[4], 1.1)
+        self.assertEqual(len(scored.profile_hash), 16)
+
         # SIGTERM while a large call is being handled: it must complete, then the process exits 0.
         n = 8_000_000
         big = self.pb.ComputeAdvantagesRequest(group_sizes=[16] * (n // 16))

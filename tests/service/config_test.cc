@@ -123,3 +123,85 @@ TEST(Config, FileRoundTripsThroughItsTextForm) {
 
 }  // namespace
 }  // namespace rlscore::service
+
+namespace rlscore::service {
+namespace {
+
+TEST(Profiles, TheBuiltInDefaultIsSpecSection1) {
+  const ServerOptions options = DefaultServerOptions();
+  absl::StatusOr<const ServiceProfile*> found = options.profiles.Find("");
+  ASSERT_TRUE(found.ok());
+  const scorers::Profile& p = (*found)->reward;
+  EXPECT_EQ(p.name, "default");
+  EXPECT_EQ(p.task, scorers::Task::kMath);
+  EXPECT_EQ(p.format.reward, 0.1);
+  EXPECT_FALSE(p.format.ungated);
+  EXPECT_EQ(p.repetition.penalty, -0.5);
+  EXPECT_EQ(p.repetition.ngram.n, 8u);
+  EXPECT_EQ(p.repetition.ngram.max_occurrences, 3u);
+  EXPECT_EQ(p.length.shape, scorers::LengthShape::kQuadratic);
+  EXPECT_EQ(p.length.weight, 0.5);
+  EXPECT_EQ(p.length.target, 4096u);
+  EXPECT_EQ(p.length.max, 16384u);
+  EXPECT_EQ((*found)->hash.size(), 16u);
+}
+
+TEST(Profiles, FileProfilesOverrideTheDefaultsAndHashTheirContent) {
+  ServerOptions options = DefaultServerOptions();
+  const absl::Status status = ApplyConfigText(
+      R"pb(
+        profiles {
+          name: "dapo"
+          task: TASK_NUMERIC
+          tags { think_prefilled: true }
+          length { shape: SHAPE_DAPO_OVERLONG max_tokens: 8192 dapo_buffer_tokens: 1024 }
+          advantage { estimator: ESTIMATOR_DR_GRPO }
+        }
+        profiles {
+          name: "dapo2"
+          length { shape: SHAPE_DAPO_OVERLONG max_tokens: 8192 dapo_buffer_tokens: 1024 }
+        }
+      )pb",
+      "server.textproto", &options);
+  ASSERT_TRUE(status.ok()) << status;
+  const ServiceProfile* dapo = options.profiles.Find("dapo").value();
+  EXPECT_EQ(dapo->reward.task, scorers::Task::kNumeric);
+  EXPECT_TRUE(dapo->reward.tags.think_prefilled);
+  EXPECT_EQ(dapo->reward.length.shape, scorers::LengthShape::kDapoOverlong);
+  EXPECT_EQ(dapo->reward.length.dapo_buffer, 1024u);
+  EXPECT_EQ(dapo->reward.format.reward, 0.1);  // unset: the default
+  EXPECT_EQ(dapo->advantage.estimator, advantage::Estimator::kDrGrpo);
+  const std::string& default_hash = options.profiles.Find("default").value()->hash;
+  EXPECT_NE(dapo->hash, default_hash);
+  EXPECT_NE(dapo->hash, options.profiles.Find("dapo2").value()->hash);
+  // The same content gives the same hash, whatever the process.
+  EXPECT_EQ(default_hash, DefaultProfiles(advantage::Options{}).Find("default").value()->hash);
+}
+
+TEST(Profiles, InvalidProfilesAreRefusedNamingProfileAndField) {
+  struct Case {
+    const char* text;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"profiles { name: \"p\" length { target_tokens: 9000 max_tokens: 8000 } }",
+       "profile \"p\": length.target_tokens (9000) must be below length.max_tokens (8000)"},
+      {"profiles { name: \"p\" repetition { penalty: 0.5 } }",
+       "profile \"p\": repetition.penalty must be finite and <= 0"},
+      {"profiles { name: \"p\" repetition { ngram_size: 0 } }", "repetition.ngram_size"},
+      {"profiles { name: \"p\" length { shape: SHAPE_DAPO_OVERLONG dapo_buffer_tokens: 0 } }",
+       "length.dapo_buffer_tokens"},
+      {"profiles { name: \"p\" task: TASK_EXTERNAL }", "profile \"p\": task"},
+      {"profiles { name: \"p\" weights { format: nan } }", "weights.format must be finite"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    ServerOptions options = DefaultServerOptions();
+    const absl::Status status = ApplyConfigText(c.text, "server.textproto", &options);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(status.message()), HasSubstr(c.message));
+  }
+}
+
+}  // namespace
+}  // namespace rlscore::service

@@ -213,21 +213,6 @@ TEST_F(ServerTest, UnimplementedRpcsSayWhatIsMissing) {
   {
     grpc::ClientContext context;
     SetDeadline(&context);
-    v1::ScoreGroupsResponse response;
-    grpc::Status status = stub_->ScoreGroups(&context, v1::ScoreGroupsRequest(), &response);
-    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-    EXPECT_THAT(status.error_message(), HasSubstr("reward pipeline"));
-  }
-  {
-    grpc::ClientContext context;
-    SetDeadline(&context);
-    v1::ScoreResponse response;
-    EXPECT_EQ(stub_->Score(&context, v1::ScoreRequest(), &response).error_code(),
-              grpc::StatusCode::UNIMPLEMENTED);
-  }
-  {
-    grpc::ClientContext context;
-    SetDeadline(&context);
     v1::GetRunHealthResponse response;
     grpc::Status status = stub_->GetRunHealth(&context, v1::GetRunHealthRequest(), &response);
     EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
@@ -256,15 +241,16 @@ TEST_F(ServerTest, MetricsShowRequestsLatencyAndZeroVarianceGroups) {
   {
     grpc::ClientContext context;
     SetDeadline(&context);
-    v1::ScoreGroupsResponse response;
-    stub_->ScoreGroups(&context, v1::ScoreGroupsRequest(), &response);
+    v1::GetRunHealthResponse response;
+    stub_->GetRunHealth(&context, v1::GetRunHealthRequest(), &response);
   }
   ASSERT_GT(server_->metrics_port(), 0);
   const std::string metrics = testing::HttpGet(server_->metrics_port(), "/metrics");
   EXPECT_THAT(metrics,
               HasSubstr("rlscore_requests_total{code=\"OK\",method=\"ComputeAdvantages\"} 1"));
-  EXPECT_THAT(metrics,
-              HasSubstr("rlscore_requests_total{code=\"UNIMPLEMENTED\",method=\"ScoreGroups\"} 1"));
+  EXPECT_THAT(
+      metrics,
+      HasSubstr("rlscore_requests_total{code=\"UNIMPLEMENTED\",method=\"GetRunHealth\"} 1"));
   EXPECT_THAT(metrics,
               HasSubstr("rlscore_request_duration_seconds_count{method=\"ComputeAdvantages\"} 1"));
   EXPECT_THAT(metrics, HasSubstr("rlscore_requests_in_flight{method=\"ComputeAdvantages\"} 0"));
@@ -277,6 +263,48 @@ TEST_F(ServerTest, MetricsShowRequestsLatencyAndZeroVarianceGroups) {
   EXPECT_THAT(metrics, HasSubstr("rlscore_advantage_batch_rewards_count 1"));
   EXPECT_THAT(metrics, HasSubstr("rlscore_advantage_backend_info{backend=\"cpu\"} 1"));
   EXPECT_THAT(metrics, HasSubstr("rlscore_build_info{version="));
+}
+
+TEST_F(ServerTest, ScoreGroupsAndScoreThroughTheStub) {
+  v1::ScoreGroupsRequest request;
+  v1::Group* group = request.add_groups();
+  group->add_references("42");
+  for (const char* answer : {"42", "41", "42", "40"}) {
+    v1::Completion* c = group->add_completions();
+    c->set_text(std::string("<think>6 times 7</think> \\boxed{") + answer + "}");
+    c->set_num_tokens(1000);
+  }
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ScoreGroupsResponse response;
+  grpc::Status status = stub_->ScoreGroups(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(response.rewards_size(), 4);
+  EXPECT_DOUBLE_EQ(response.rewards(0), 1.1);
+  EXPECT_DOUBLE_EQ(response.rewards(1), 0.0);
+  EXPECT_TRUE(response.results(1).format_gated());
+  EXPECT_GT(response.advantages(0), 0.0);
+  EXPECT_LT(response.advantages(1), 0.0);
+  EXPECT_EQ(response.profile_hash().size(), 16u);
+
+  v1::ScoreRequest score;
+  v1::ScoreItem* item = score.add_items();
+  item->add_references("42");
+  item->mutable_completion()->set_text("<think>x</think> \\boxed{42}");
+  grpc::ClientContext score_context;
+  SetDeadline(&score_context);
+  v1::ScoreResponse score_response;
+  ASSERT_TRUE(stub_->Score(&score_context, score, &score_response).ok());
+  EXPECT_EQ(score_response.results(0).verdict(), v1::VERDICT_CORRECT);
+  EXPECT_TRUE(score_response.results(0).tokens_estimated());
+  EXPECT_EQ(score_response.profile_hash(), response.profile_hash());
+
+  const std::string metrics = testing::HttpGet(server_->metrics_port(), "/metrics");
+  EXPECT_THAT(metrics, HasSubstr("rlscore_completions_total 5"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_format_gated_total 2"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_verdicts_total{verdict=\"correct\"} 3"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_reward_component_count{component=\"total\"} 5"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_tokens_estimated_total 1"));
 }
 
 TEST(ServerLimits, OversizedMessageIsResourceExhaustedAndTheNextCallSucceeds) {

@@ -1,0 +1,226 @@
+#include "scorers/reward.h"
+
+#include <cmath>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
+#include "scorers/tokens.h"
+
+namespace rlscore::scorers {
+namespace {
+
+absl::Status FieldError(std::string_view field, std::string_view problem) {
+  return absl::InvalidArgumentError(absl::StrCat(Sv(field), " ", Sv(problem)));
+}
+
+bool Finite(double x) { return std::isfinite(x); }
+
+// The anatomy of a completion from a model that does not think: all of it is the answer section,
+// and also where repetition is looked for.
+Anatomy NonThinkingAnatomy(std::string_view text) {
+  Anatomy a;
+  a.reasoning_end = a.answer_end = text.size();
+  a.has_think_close = true;
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    a.diagnostics.push_back({Malformation::kEmptyAnswer, text.size()});
+  }
+  return a;
+}
+
+uint32_t CountTags(const Anatomy& a, TagKind kind) {
+  uint32_t n = 0;
+  for (const Tag& t : a.tags) n += t.kind == kind;
+  return n;
+}
+
+// Runs the n-gram rule over the completion's tokens (token ids when given, else the normalised
+// words of the reasoning span) and fills the finding and the penalty.
+void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t num_tokens,
+                     const RepetitionOptions& options, CompletionScore* score) {
+  if (!options.enabled) return;
+  std::vector<uint64_t> tokens;
+  std::vector<Word> words;
+  const bool by_token_ids = !in.token_ids.empty();
+  if (by_token_ids) {
+    tokens.assign(in.token_ids.begin(), in.token_ids.end());
+  } else {
+    words = NormalizedWords(anatomy.reasoning(in.text), anatomy.reasoning_begin);
+    tokens = WordHashes(words);
+  }
+  const NgramReport report = FindRepeatedNgram(tokens, options.ngram);
+  if (report.fired) {
+    RepetitionFinding& f = score->repetition_finding;
+    f.detector = RepetitionDetector::kNgram;
+    f.occurrences = report.occurrences;
+    if (by_token_ids) {
+      f.token_offset = report.token_offset;
+      // Token ids cannot be mapped to characters here; the character offsets are proportional.
+      const auto to_char = [&](size_t token) -> uint64_t {
+        if (num_tokens == 0) return 0;
+        return static_cast<uint64_t>(static_cast<long double>(token) *
+                                     static_cast<long double>(in.text.size()) / num_tokens);
+      };
+      f.char_offset = to_char(report.token_offset);
+      f.first_char_offset = to_char(report.first_token_offset);
+      f.detail = absl::StrCat("token ", report.first_token_offset, ": a ", options.ngram.n,
+                              "-gram of token ids occurs ", report.occurrences,
+                              " times; character offsets estimated");
+    } else {
+      f.char_offset = words[report.token_offset].offset;
+      f.first_char_offset = words[report.first_token_offset].offset;
+      f.token_offset = EstimateTokenOffset(f.char_offset, in.text.size(), num_tokens);
+      f.detail = absl::StrCat("a ", options.ngram.n, "-gram of words first at character ",
+                              f.first_char_offset, " occurs ", report.occurrences,
+                              " times; token offset estimated");
+    }
+  }
+  switch (options.mode) {
+    case RepetitionMode::kThreshold:
+      score->repetition = report.fired ? options.penalty : 0.0;
+      break;
+    case RepetitionMode::kSmooth:
+      score->repetition =
+          SmoothRepetitionPenalty(tokens, options.ngram.n, options.smooth_max_penalty);
+      break;
+  }
+}
+
+absl::Status ScoreOne(const CompletionInput& in, Task task, const Judge* judge,
+                      const Profile& profile, CompletionScore* score) {
+  const Anatomy anatomy =
+      profile.expects_reasoning ? ParseAnatomy(in.text, profile.tags) : NonThinkingAnatomy(in.text);
+  score->has_answer_section = anatomy.answer_end > anatomy.answer_begin;
+  score->malformed_tags = anatomy.malformed_tags;
+  score->think_open_tags = CountTags(anatomy, TagKind::kThinkOpen);
+  score->think_close_tags = CountTags(anatomy, TagKind::kThinkClose);
+
+  if (!in.token_ids.empty()) {
+    score->num_tokens = static_cast<uint32_t>(in.token_ids.size());
+  } else if (in.num_tokens.has_value()) {
+    score->num_tokens = *in.num_tokens;
+  } else {
+    score->num_tokens = EstimateTokens(in.text);
+    score->tokens_estimated = true;
+  }
+  score->truncated =
+      (in.finished.has_value() && !*in.finished) || score->num_tokens >= profile.length.max;
+
+  if (task == Task::kExternal) {
+    if (!in.external_accuracy.has_value()) {
+      return absl::InvalidArgumentError("external_accuracy is required for TASK_EXTERNAL");
+    }
+    const double a = *in.external_accuracy;
+    if (!Finite(a) || a < 0.0 || a > 1.0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("external_accuracy is ", a, ": it must be in [0, 1]"));
+    }
+    score->accuracy = a;
+    score->verdict = a > 0.0 ? Verdict::kCorrect : Verdict::kWrong;
+  } else {
+    AccuracyResult result = judge->Grade(anatomy.answer(in.text));
+    score->accuracy = result.accuracy;
+    score->verdict = result.verdict;
+    score->extracted_answer = std::move(result.extracted);
+    score->detail = std::move(result.detail);
+    if (score->verdict == Verdict::kNoAnswer && !anatomy.has_think_close) {
+      score->detail = "no </think>: an answer that appears only in the reasoning earns nothing";
+    }
+  }
+
+  const FormatResult format =
+      ScoreFormat(anatomy, score->truncated, score->accuracy, profile.format);
+  score->format = format.reward;
+  score->well_formed = format.well_formed;
+  score->format_gated = format.gated;
+  score->format_paid_ungated = format.paid_ungated;
+
+  ScoreRepetition(in, anatomy, score->num_tokens, profile.repetition, score);
+  score->length = LengthComponent(score->num_tokens, score->accuracy > 0.0, profile.length);
+  return absl::OkStatus();
+}
+
+void Total(const Weights& w, CompletionScore* s) {
+  // An unscorable completion carries its verdict, not a reward: it is left out of its group.
+  s->total = s->unscorable() ? 0.0
+                             : w.accuracy * s->accuracy + w.format * s->format +
+                                   w.repetition * s->repetition + w.length * s->length;
+}
+
+}  // namespace
+
+absl::Status ValidateProfile(const Profile& p) {
+  const LengthOptions& len = p.length;
+  if (len.max == 0) return FieldError("length.max_tokens", "must be positive");
+  if (len.shape == LengthShape::kQuadratic && len.target >= len.max) {
+    return FieldError(
+        "length.target_tokens",
+        absl::StrCat("(", len.target, ") must be below length.max_tokens (", len.max, ")"));
+  }
+  if (len.shape == LengthShape::kDapoOverlong &&
+      (len.dapo_buffer == 0 || len.dapo_buffer > len.max)) {
+    return FieldError("length.dapo_buffer_tokens",
+                      absl::StrCat("(", len.dapo_buffer, ") must be in [1, max_tokens]"));
+  }
+  for (const auto& [name, value] : {std::pair<const char*, double>{"length.weight", len.weight},
+                                    {"length.cosine_correct_short", len.cosine_correct_short},
+                                    {"length.cosine_correct_long", len.cosine_correct_long},
+                                    {"length.cosine_wrong_short", len.cosine_wrong_short},
+                                    {"length.cosine_wrong_long", len.cosine_wrong_long},
+                                    {"weights.accuracy", p.weights.accuracy},
+                                    {"weights.format", p.weights.format},
+                                    {"weights.repetition", p.weights.repetition},
+                                    {"weights.length", p.weights.length}}) {
+    if (!Finite(value)) return FieldError(name, "must be finite");
+  }
+  if (!Finite(p.format.reward) || p.format.reward < 0) {
+    return FieldError("format.reward", "must be finite and >= 0");
+  }
+  if (!Finite(p.repetition.penalty) || p.repetition.penalty > 0) {
+    return FieldError("repetition.penalty", "must be finite and <= 0");
+  }
+  if (!Finite(p.repetition.smooth_max_penalty) || p.repetition.smooth_max_penalty > 0) {
+    return FieldError("repetition.smooth_max_penalty", "must be finite and <= 0");
+  }
+  if (p.repetition.ngram.n == 0 || p.repetition.ngram.n > 1024) {
+    return FieldError("repetition.ngram_size", "must be in [1, 1024]");
+  }
+  if (p.repetition.ngram.max_occurrences == 0) {
+    return FieldError("repetition.max_occurrences", "must be at least 1");
+  }
+  if (p.task == Task::kExternal) {
+    return FieldError("task", "cannot default to TASK_EXTERNAL: name it per group");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ScoreGroup(std::span<const CompletionInput> completions, Task task, const Judge* judge,
+                        const Profile& profile, std::vector<CompletionScore>* scores) {
+  scores->assign(completions.size(), CompletionScore{});
+  for (size_t i = 0; i < completions.size(); ++i) {
+    absl::Status status = ScoreOne(completions[i], task, judge, profile, &(*scores)[i]);
+    if (!status.ok()) {
+      return absl::Status(status.code(), absl::StrCat("completion ", i, ": ", status.message()));
+    }
+  }
+  if (profile.length.shape == LengthShape::kKimi) {
+    // Kimi k1.5's length reward compares each completion with the others of its group only.
+    std::vector<uint32_t> lengths;
+    std::vector<size_t> index;
+    for (size_t i = 0; i < scores->size(); ++i) {
+      if ((*scores)[i].unscorable()) continue;
+      lengths.push_back((*scores)[i].num_tokens);
+      index.push_back(i);
+    }
+    // std::vector<bool> has no contiguous storage to make a span of.
+    std::unique_ptr<bool[]> correct(new bool[index.size()]);
+    for (size_t k = 0; k < index.size(); ++k) correct[k] = (*scores)[index[k]].accuracy > 0.0;
+    const std::vector<double> rewards =
+        KimiLengthRewards(lengths, std::span<const bool>(correct.get(), index.size()));
+    for (size_t k = 0; k < index.size(); ++k) (*scores)[index[k]].length = rewards[k];
+  }
+  for (CompletionScore& s : *scores) Total(profile.weights, &s);
+  return absl::OkStatus();
+}
+
+}  // namespace rlscore::scorers

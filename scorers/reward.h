@@ -1,0 +1,132 @@
+// Reward composition (SPEC §1): a profile says how a completion is scored; ScoreGroup() runs the
+// anatomy, accuracy, gated format, repetition and length scorers over a group's completions and
+// composes r = w_acc·r_acc + w_fmt·r_fmt + w_rep·r_rep + w_len·r_len, each component reported.
+//
+//   Profile profile;                                  // the built-in default of SPEC §1
+//   std::unique_ptr<Judge> judge = NewBasicAccuracyScorer()->Prepare(Task::kNumeric, refs);
+//   std::vector<CompletionScore> scores;
+//   RLSCORE_RETURN_IF_ERROR(ScoreGroup(completions, Task::kNumeric, judge.get(), profile,
+//                                      &scores));
+//   scores[0].total;                                  // the reward
+//
+// Pure: no I/O, no clock, no globals; thread-safe for concurrent calls.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "scorers/accuracy.h"
+#include "scorers/anatomy.h"
+#include "scorers/format.h"
+#include "scorers/length.h"
+#include "scorers/ngram_repetition.h"
+
+namespace rlscore::scorers {
+
+enum class RepetitionMode : uint8_t {
+  kThreshold,  // SPEC §1: `penalty` once when an n-gram occurs more than max_occurrences times
+  kSmooth,     // open-r1 / TRL: (1 - unique/total) × smooth_max_penalty over n-grams
+};
+
+struct RepetitionOptions {
+  bool enabled = true;
+  RepetitionMode mode = RepetitionMode::kThreshold;
+  NgramOptions ngram;  // n = 8, fires above 3 occurrences
+  double penalty = -0.5;
+  double smooth_max_penalty = -1.0;
+};
+
+struct Weights {
+  double accuracy = 1.0;
+  double format = 1.0;
+  double repetition = 1.0;
+  double length = 1.0;
+};
+
+// A named reward specification. The default-constructed Profile is the built-in default of
+// SPEC §1: accuracy 1/0, gated format 0.1, n-gram repetition -0.5 (n = 8, > 3), quadratic length
+// (w = 0.5, L_t = 4096, L_max = 16384), task MATH.
+struct Profile {
+  std::string name = "default";
+  Task task = Task::kMath;  // for groups that do not name one
+  TagPolicy tags;
+  FormatOptions format;
+  RepetitionOptions repetition;
+  LengthOptions length;
+  Weights weights;
+  // False for models that do not think: the whole completion is the answer section and the
+  // format reward needs no think tags.
+  bool expects_reasoning = true;
+};
+
+// INVALID_ARGUMENT naming the field for a profile that cannot score: L_t >= L_max, n = 0, a
+// positive penalty, a non-finite weight, a DAPO buffer of 0 or above L_max, ...
+absl::Status ValidateProfile(const Profile& profile);
+
+// One completion as the caller sent it.
+struct CompletionInput {
+  std::string_view text;
+  std::span<const uint32_t> token_ids;      // when given: the n-gram rule's tokens and the length
+  std::optional<uint32_t> num_tokens;       // the length when token_ids is empty
+  std::optional<bool> finished;             // false: generation hit max_tokens (truncated)
+  std::optional<double> external_accuracy;  // Task::kExternal only, in [0, 1]
+};
+
+enum class RepetitionDetector : uint8_t { kNone, kNgram };
+
+struct RepetitionFinding {
+  RepetitionDetector detector = RepetitionDetector::kNone;
+  // The start of the occurrence that crossed the threshold, and of the first occurrence. The
+  // exact one is the unit the rule ran on (words: characters; token ids: tokens); the other is
+  // estimated and says so in `detail`.
+  uint64_t char_offset = 0;
+  uint64_t token_offset = 0;
+  uint64_t first_char_offset = 0;
+  uint32_t occurrences = 0;
+  std::string detail;
+};
+
+struct CompletionScore {
+  // Components before weighting, and the weighted total.
+  double accuracy = 0.0;
+  double format = 0.0;
+  double repetition = 0.0;
+  double length = 0.0;
+  double total = 0.0;
+
+  Verdict verdict = Verdict::kNoAnswer;
+  std::string extracted_answer;
+  std::string detail;
+
+  bool well_formed = false;  // anatomy well-formed and not truncated
+  bool truncated = false;    // finished == false, or length >= L_max
+  bool has_answer_section = false;
+  uint32_t malformed_tags = 0;
+  uint32_t think_open_tags = 0;
+  uint32_t think_close_tags = 0;
+  bool format_gated = false;         // well-formed but wrong: format reward withheld
+  bool format_paid_ungated = false;  // paid with accuracy 0 because the profile opted out
+
+  RepetitionFinding repetition_finding;  // detector kNone when nothing fired
+  uint32_t num_tokens = 0;
+  bool tokens_estimated = false;
+
+  bool unscorable() const { return IsUnscorable(verdict); }
+};
+
+// Scores the completions of one group (Kimi's length shape needs the whole group). `judge` grades
+// accuracy for every task but kExternal, where it may be null and each completion's
+// external_accuracy is used. Unscorable completions get total 0 and their verdict.
+//
+// Errors: INVALID_ARGUMENT naming the completion index ("completion 3: external_accuracy ...")
+// when a kExternal completion lacks external_accuracy or it is outside [0, 1] or not finite.
+// REQUIRES: ValidateProfile(profile).ok(); judge != nullptr unless task == kExternal.
+absl::Status ScoreGroup(std::span<const CompletionInput> completions, Task task, const Judge* judge,
+                        const Profile& profile, std::vector<CompletionScore>* scores);
+
+}  // namespace rlscore::scorers

@@ -1,0 +1,266 @@
+#include "service/scoring_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "common/strings.h"
+#include "service/advantage_mapping.h"
+#include "service/scoring_mapping.h"
+
+namespace rlscore::service {
+namespace {
+
+// RESOURCE_EXHAUSTED when a completion's text is over the limit.
+absl::Status CheckCompletion(const v1::Completion& c, const Limits& limits,
+                             std::string_view where) {
+  if (c.text().size() > limits.max_completion_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        Sv(where), ".text: ", c.text().size(),
+        " bytes exceed the limit max_completion_bytes = ", limits.max_completion_bytes));
+  }
+  return absl::OkStatus();
+}
+
+// The task of a group or item: its own, else the profile's.
+absl::StatusOr<scorers::Task> ResolveTask(int task, const ServiceProfile& profile) {
+  if (task == v1::TASK_UNSPECIFIED) return profile.reward.task;
+  return TaskFromProto(task);
+}
+
+std::vector<std::string> References(const google::protobuf::RepeatedPtrField<std::string>& refs) {
+  return std::vector<std::string>(refs.begin(), refs.end());
+}
+
+// Scores one group of completions (or one Score item as a group of one).
+absl::Status ScoreOneGroup(const ScoringContext& context, const ServiceProfile& profile,
+                           scorers::Task task, const std::vector<std::string>& references,
+                           const v1::Completion* const* completions, size_t count,
+                           std::vector<scorers::CompletionScore>* scores) {
+  std::unique_ptr<scorers::Judge> judge;
+  if (task != scorers::Task::kExternal) judge = context.accuracy->Prepare(task, references);
+  std::vector<scorers::CompletionInput> inputs;
+  inputs.reserve(count);
+  for (size_t i = 0; i < count; ++i) inputs.push_back(CompletionInputFromProto(*completions[i]));
+  return scorers::ScoreGroup(inputs, task, judge.get(), profile.reward, scores);
+}
+
+advantage::Outcome OutcomeOf(const scorers::CompletionScore& s) {
+  if (s.unscorable()) return advantage::Outcome::kUnscorable;
+  if (s.truncated) return advantage::Outcome::kTruncated;
+  return s.accuracy > 0.0 ? advantage::Outcome::kCorrect : advantage::Outcome::kWrong;
+}
+
+double Percentile(std::vector<uint32_t>* sorted_values, double q) {
+  if (sorted_values->empty()) return 0.0;
+  // Nearest rank: the smallest value with at least q of the data at or below it.
+  const size_t n = sorted_values->size();
+  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(n)));
+  rank = std::clamp<size_t>(rank, 1, n);
+  return (*sorted_values)[rank - 1];
+}
+
+}  // namespace
+
+double PassAtK(uint32_t n, uint32_t c, uint32_t k) {
+  if (n - c < k) return 1.0;
+  // 1 - Π_{i = n-c+1}^{n} (1 - k/i)  ==  1 - C(n-c, k) / C(n, k)
+  double keep = 1.0;
+  for (uint32_t i = n - c + 1; i <= n; ++i) keep *= 1.0 - static_cast<double>(k) / i;
+  return 1.0 - keep;
+}
+
+absl::Status RunScoreGroups(const ScoringContext& context, const v1::ScoreGroupsRequest& request,
+                            v1::ScoreGroupsResponse* response) {
+  const Limits& limits = *context.limits;
+  if (static_cast<uint64_t>(request.groups_size()) > limits.max_groups_per_request) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "groups: ", request.groups_size(),
+        " groups exceed the limit max_groups_per_request = ", limits.max_groups_per_request));
+  }
+  RLSCORE_ASSIGN_OR_RETURN(const ServiceProfile* profile,
+                           context.profiles->Find(request.profile()));
+  advantage::Options options = profile->advantage;
+  if (request.has_advantage()) {
+    absl::Status status = ApplyAdvantageOptions(request.advantage(), &options);
+    if (!status.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("advantage.", status.message()));
+    }
+  }
+
+  // Check every limit and the tasks before any work, so a bad request costs nothing.
+  const int num_groups = request.groups_size();
+  std::vector<scorers::Task> tasks(num_groups);
+  std::vector<uint32_t> group_sizes(num_groups);
+  for (int g = 0; g < num_groups; ++g) {
+    const v1::Group& group = request.groups(g);
+    const std::string where = absl::StrCat("groups[", g, "]");
+    if (group.completions_size() == 0) {
+      return absl::InvalidArgumentError(absl::StrCat(where, " has no completions"));
+    }
+    if (static_cast<uint64_t>(group.completions_size()) > limits.max_group_size) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(where, ": ", group.completions_size(),
+                       " completions exceed the limit max_group_size = ", limits.max_group_size));
+    }
+    for (int i = 0; i < group.completions_size(); ++i) {
+      RLSCORE_RETURN_IF_ERROR(CheckCompletion(group.completions(i), limits,
+                                              absl::StrCat(where, ".completions[", i, "]")));
+    }
+    absl::StatusOr<scorers::Task> task = ResolveTask(group.task(), *profile);
+    if (!task.ok())
+      return absl::InvalidArgumentError(absl::StrCat(where, ".", task.status().message()));
+    tasks[g] = *task;
+    group_sizes[g] = static_cast<uint32_t>(group.completions_size());
+  }
+
+  std::vector<std::vector<scorers::CompletionScore>> scores(num_groups);
+  std::vector<absl::Status> statuses(num_groups);
+  context.pool->ParallelFor(num_groups, [&](size_t g) {
+    const v1::Group& group = request.groups(static_cast<int>(g));
+    statuses[g] = ScoreOneGroup(context, *profile, tasks[g], References(group.references()),
+                                group.completions().data(), group.completions_size(), &scores[g]);
+  });
+  for (int g = 0; g < num_groups; ++g) {
+    if (!statuses[g].ok()) {
+      return absl::Status(statuses[g].code(),
+                          absl::StrCat("groups[", g, "]: ", statuses[g].message()));
+    }
+  }
+
+  // Rewards and outcomes, flat in request order; then the advantage engine.
+  std::vector<double> rewards;
+  std::vector<advantage::Outcome> outcomes;
+  for (const auto& group : scores) {
+    for (const scorers::CompletionScore& s : group) {
+      rewards.push_back(s.total);
+      outcomes.push_back(OutcomeOf(s));
+    }
+  }
+  std::vector<advantage::GroupStats> stats(num_groups);
+  advantage::BatchSummary summary;
+  RLSCORE_RETURN_IF_ERROR(context.backend->Compute(
+      {.rewards = rewards, .group_sizes = group_sizes, .outcomes = outcomes}, options,
+      PrepareAdvantages(rewards.size(), response->mutable_advantages()), stats, &summary));
+
+  response->mutable_rewards()->Add(rewards.begin(), rewards.end());
+  response->mutable_results()->Reserve(static_cast<int>(rewards.size()));
+  for (const auto& group : scores) {
+    for (const scorers::CompletionScore& s : group) {
+      FillCompletionResult(s, response->add_results());
+      if (context.metrics != nullptr) context.metrics->RecordCompletion(s);
+    }
+  }
+  FillGroupStatistics(stats, response->mutable_groups());
+  FillBatchSummary(summary, response->mutable_summary());
+  response->set_profile_hash(profile->hash);
+  response->set_backend(std::string(context.backend->Name()));
+  if (context.metrics != nullptr) context.metrics->RecordAdvantageBatch(summary);
+  return absl::OkStatus();
+}
+
+absl::Status RunScore(const ScoringContext& context, const v1::ScoreRequest& request,
+                      v1::ScoreResponse* response) {
+  const Limits& limits = *context.limits;
+  if (static_cast<uint64_t>(request.items_size()) > limits.max_groups_per_request) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "items: ", request.items_size(),
+        " items exceed the limit max_groups_per_request = ", limits.max_groups_per_request));
+  }
+  RLSCORE_ASSIGN_OR_RETURN(const ServiceProfile* profile,
+                           context.profiles->Find(request.profile()));
+  const int n = request.items_size();
+  std::vector<scorers::Task> tasks(n);
+  for (int i = 0; i < n; ++i) {
+    const std::string where = absl::StrCat("items[", i, "]");
+    RLSCORE_RETURN_IF_ERROR(
+        CheckCompletion(request.items(i).completion(), limits, absl::StrCat(where, ".completion")));
+    absl::StatusOr<scorers::Task> task = ResolveTask(request.items(i).task(), *profile);
+    if (!task.ok())
+      return absl::InvalidArgumentError(absl::StrCat(where, ".", task.status().message()));
+    tasks[i] = *task;
+  }
+  for (uint32_t k : request.pass_at_k()) {
+    if (k == 0) return absl::InvalidArgumentError("pass_at_k: k must be at least 1");
+  }
+
+  std::vector<std::vector<scorers::CompletionScore>> scores(n);
+  std::vector<absl::Status> statuses(n);
+  context.pool->ParallelFor(n, [&](size_t i) {
+    const v1::ScoreItem& item = request.items(static_cast<int>(i));
+    const v1::Completion* completion = &item.completion();
+    statuses[i] = ScoreOneGroup(context, *profile, tasks[i], References(item.references()),
+                                &completion, 1, &scores[i]);
+  });
+  for (int i = 0; i < n; ++i) {
+    if (!statuses[i].ok()) {
+      // The scorers name "completion 0" of the item's group of one; the item index says more.
+      return absl::Status(statuses[i].code(),
+                          absl::StrCat("items[", i, "]: ", statuses[i].message()));
+    }
+  }
+
+  v1::ScoreAggregate* agg = response->mutable_aggregate();
+  std::vector<uint64_t> verdicts(v1::Verdict_ARRAYSIZE, 0);
+  std::vector<uint32_t> lengths;
+  double accuracy_sum = 0.0;
+  uint64_t scorable = 0, well_formed = 0, repeated = 0, truncated = 0;
+  // prompt id -> (samples, correct), over scorable items. An item without a prompt id is a
+  // prompt of its own.
+  std::map<std::string, std::pair<uint32_t, uint32_t>> prompts;
+  for (int i = 0; i < n; ++i) {
+    const scorers::CompletionScore& s = scores[i][0];
+    response->add_rewards(s.total);
+    FillCompletionResult(s, response->add_results());
+    if (context.metrics != nullptr) context.metrics->RecordCompletion(s);
+    ++verdicts[VerdictToProto(s.verdict)];
+    lengths.push_back(s.num_tokens);
+    well_formed += s.well_formed;
+    repeated += s.repetition_finding.detector != scorers::RepetitionDetector::kNone;
+    truncated += s.truncated;
+    if (s.unscorable()) continue;
+    ++scorable;
+    accuracy_sum += s.accuracy;
+    const std::string& id = request.items(i).prompt_id();
+    auto& [samples, correct] = prompts[id.empty() ? absl::StrCat("\x01item ", i) : id];
+    ++samples;
+    correct += s.accuracy >= 1.0;
+  }
+  const double items = n == 0 ? 1.0 : static_cast<double>(n);
+  agg->set_items(static_cast<uint64_t>(n));
+  agg->set_accuracy(scorable == 0 ? 0.0 : accuracy_sum / static_cast<double>(scorable));
+  agg->set_format_rate(static_cast<double>(well_formed) / items);
+  agg->set_repetition_rate(static_cast<double>(repeated) / items);
+  agg->set_truncation_rate(static_cast<double>(truncated) / items);
+  std::sort(lengths.begin(), lengths.end());
+  v1::LengthPercentiles* pct = agg->mutable_length_tokens();
+  pct->set_p50(Percentile(&lengths, 0.50));
+  pct->set_p90(Percentile(&lengths, 0.90));
+  pct->set_p99(Percentile(&lengths, 0.99));
+  pct->set_max(lengths.empty() ? 0.0 : lengths.back());
+  for (uint64_t count : verdicts) agg->add_verdicts(count);
+  std::vector<uint32_t> ks = {1};
+  if (request.pass_at_k_size() > 0)
+    ks.assign(request.pass_at_k().begin(), request.pass_at_k().end());
+  for (uint32_t k : ks) {
+    double sum = 0.0;
+    uint64_t counted = 0;
+    for (const auto& [id, sc] : prompts) {
+      if (sc.first < k) continue;
+      sum += PassAtK(sc.first, sc.second, k);
+      ++counted;
+    }
+    v1::PassAtK* p = agg->add_pass_at_k();
+    p->set_k(k);
+    p->set_prompts(counted);
+    p->set_value(counted == 0 ? 0.0 : sum / static_cast<double>(counted));
+  }
+  response->set_profile_hash(profile->hash);
+  return absl::OkStatus();
+}
+
+}  // namespace rlscore::service

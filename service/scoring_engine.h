@@ -1,0 +1,46 @@
+// ScoreGroups and Score without gRPC: request in, response out, on the worker pool. The handlers
+// in scoring_service.cc only add deadlines, metrics and the gRPC status.
+//
+//   ScoringContext context{&limits, &profiles, accuracy.get(), backend.get(), &pool, &metrics};
+//   absl::Status s = RunScoreGroups(context, request, &response);
+#pragma once
+
+#include "absl/status/status.h"
+#include "advantage/advantage.h"
+#include "rlscore/v1/scoring.pb.h"
+#include "scorers/accuracy.h"
+#include "service/config.h"
+#include "service/metrics.h"
+#include "service/profiles.h"
+#include "service/worker_pool.h"
+
+namespace rlscore::service {
+
+// Borrowed collaborators; all must outlive the calls. `metrics` may be null.
+struct ScoringContext {
+  const Limits* limits;
+  const ProfileSet* profiles;
+  const scorers::AccuracyScorer* accuracy;
+  advantage::Backend* backend;
+  WorkerPool* pool;
+  Metrics* metrics;
+};
+
+// Scores every completion of every group (groups in parallel; the result does not depend on the
+// thread count), then computes group advantages with the profile's estimator, overridden by the
+// request's options. Errors name the group and completion: RESOURCE_EXHAUSTED for a limit,
+// INVALID_ARGUMENT for bad input, NOT_FOUND for an unknown profile.
+absl::Status RunScoreGroups(const ScoringContext& context, const v1::ScoreGroupsRequest& request,
+                            v1::ScoreGroupsResponse* response);
+
+// Scores every item on its own and aggregates: accuracy, format, repetition and truncation
+// rates, length percentiles, verdict counts and unbiased pass@k (Chen et al. 2021) over items
+// that share a prompt_id.
+absl::Status RunScore(const ScoringContext& context, const v1::ScoreRequest& request,
+                      v1::ScoreResponse* response);
+
+// The unbiased pass@k estimator for one prompt with n samples of which c are correct:
+// 1 - C(n - c, k) / C(n, k), computed as a stable product. REQUIRES: k <= n, c <= n.
+double PassAtK(uint32_t n, uint32_t c, uint32_t k);
+
+}  // namespace rlscore::service

@@ -1,0 +1,434 @@
+// Tests of scorers/ngram_repetition.h: the n-gram rule of SPEC §1 (stops at the 4th occurrence),
+// against a brute-force reference, under hash collisions and at 1 MB; word normalisation; and the
+// open-r1 smooth penalty against values computed the way open-r1 computes them.
+#include "scorers/ngram_repetition.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
+#include "gtest/gtest.h"
+
+namespace rlscore::scorers {
+namespace {
+
+std::vector<uint64_t> Words(std::string_view text) { return WordHashes(NormalizedWords(text)); }
+
+std::string Repeat(std::string_view s, size_t times) {
+  std::string out;
+  for (size_t i = 0; i < times; ++i) out.append(s);
+  return out;
+}
+
+// O(L²·n) reference: the first window whose occurrence count among the windows up to and
+// including it exceeds the threshold.
+NgramReport BruteForce(const std::vector<uint64_t>& t, uint32_t n, uint32_t max_occurrences) {
+  NgramReport r;
+  if (t.size() < n) return r;
+  for (size_t j = 0; j + n <= t.size(); ++j) {
+    uint32_t count = 0;
+    size_t first = j;
+    for (size_t i = 0; i <= j; ++i) {
+      if (std::equal(t.begin() + static_cast<std::ptrdiff_t>(i),
+                     t.begin() + static_cast<std::ptrdiff_t>(i + n),
+                     t.begin() + static_cast<std::ptrdiff_t>(j))) {
+        if (count == 0) first = i;
+        ++count;
+      }
+    }
+    if (count > max_occurrences) {
+      r.fired = true;
+      r.token_offset = j;
+      r.first_token_offset = first;
+      r.occurrences = count;
+      return r;
+    }
+  }
+  return r;
+}
+
+void ExpectSameReport(const NgramReport& got, const NgramReport& want) {
+  EXPECT_EQ(got.fired, want.fired);
+  if (got.fired && want.fired) {
+    EXPECT_EQ(got.token_offset, want.token_offset);
+    EXPECT_EQ(got.first_token_offset, want.first_token_offset);
+    EXPECT_EQ(got.occurrences, want.occurrences);
+  }
+}
+
+TEST(Repetition, StopsAtFourthOccurrence) {
+  constexpr std::string_view kPhrase = "Wait, let me double check the previous step. But wait, ";
+  const std::string text = Repeat(kPhrase, 10);
+  const std::vector<Word> words = NormalizedWords(text);
+  // Independently: each repetition is 10 words, so the 4th begins at word 30, and its first
+  // character is at byte 3 · |phrase|.
+  const std::vector<Word> phrase_words = NormalizedWords(kPhrase);
+  ASSERT_EQ(phrase_words.size(), 10u);
+  ASSERT_EQ(words.size(), 100u);
+  const size_t fourth_word = 3 * phrase_words.size();
+
+  const NgramReport r = FindRepeatedNgram(WordHashes(words), NgramOptions{});
+  ASSERT_TRUE(r.fired);
+  EXPECT_EQ(r.token_offset, fourth_word);
+  EXPECT_EQ(r.first_token_offset, 0u);
+  EXPECT_EQ(r.occurrences, 4u);
+  EXPECT_EQ(words[r.token_offset].offset, 3 * kPhrase.size());
+  EXPECT_EQ(text.substr(words[r.token_offset].offset, 4), "Wait");
+}
+
+TEST(Repetition, ReportsOffsetsWithBase) {
+  constexpr std::string_view kPhrase = "Wait, let me double check the previous step. But wait, ";
+  const std::string text = Repeat(kPhrase, 4);
+  const std::vector<Word> words = NormalizedWords(text, /*base_offset=*/1000);
+  const NgramReport r = FindRepeatedNgram(WordHashes(words), NgramOptions{});
+  ASSERT_TRUE(r.fired);
+  EXPECT_EQ(words[r.token_offset].offset, 1000 + 3 * kPhrase.size());
+}
+
+TEST(Repetition, DefaultThresholdIsExactlyThree) {
+  // Eight distinct words: the 8-gram is the whole phrase, and no other 8-gram repeats when the
+  // copies are separated by a unique word.
+  constexpr std::string_view kPhrase = "one two three four five six seven eight ";
+  for (size_t copies = 1; copies <= 6; ++copies) {
+    SCOPED_TRACE(absl::StrCat("copies ", copies));
+    std::string text;
+    for (size_t i = 0; i < copies; ++i) absl::StrAppend(&text, Sv(kPhrase), "sep", i, " ");
+    const std::vector<Word> words = NormalizedWords(text);
+    const NgramReport r = FindRepeatedNgram(WordHashes(words), NgramOptions{});
+    EXPECT_EQ(r.fired, copies >= 4);
+    if (copies >= 4) {
+      EXPECT_EQ(r.token_offset, 27u);  // 3 copies of 9 words before the 4th
+      EXPECT_EQ(r.first_token_offset, 0u);
+      EXPECT_EQ(r.occurrences, 4u);
+    }
+  }
+}
+
+TEST(Repetition, OverlappingOccurrencesCount) {
+  // 11 identical tokens hold four 8-grams, at 0, 1, 2, 3; 10 hold three.
+  for (size_t len = 0; len <= 16; ++len) {
+    SCOPED_TRACE(absl::StrCat("len ", len));
+    const std::vector<uint64_t> t(len, 42);
+    const NgramReport r = FindRepeatedNgram(t, NgramOptions{});
+    EXPECT_EQ(r.fired, len >= 11);
+    if (r.fired) {
+      EXPECT_EQ(r.token_offset, 3u);
+      EXPECT_EQ(r.first_token_offset, 0u);
+    }
+  }
+}
+
+TEST(Repetition, TokenIds) {
+  // A 20-token loop of vocabulary ids repeated: fires at the start of the 4th copy.
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 5; ++i) ids.push_back(151643 + i);  // a preamble
+  for (int copy = 0; copy < 6; ++copy) {
+    for (uint64_t i = 0; i < 20; ++i) ids.push_back(1000 + i * 7);
+  }
+  const NgramReport r = FindRepeatedNgram(ids, NgramOptions{});
+  ASSERT_TRUE(r.fired);
+  EXPECT_EQ(r.token_offset, 5u + 3 * 20);
+  EXPECT_EQ(r.first_token_offset, 5u);
+  EXPECT_EQ(r.occurrences, 4u);
+}
+
+TEST(Repetition, Table) {
+  struct Case {
+    std::vector<uint64_t> tokens;
+    uint32_t n;
+    uint32_t max_occurrences;
+    bool fired;
+    size_t token_offset;
+    size_t first_token_offset;
+  };
+  const Case cases[] = {
+      {{}, 1, 0, false, 0, 0},
+      {{7}, 1, 0, true, 0, 0},   // threshold 0: the first occurrence crosses it
+      {{7}, 2, 0, false, 0, 0},  // fewer tokens than n
+      {{1, 2, 1, 2}, 2, 1, true, 2, 0},
+      {{1, 2, 3, 1, 2}, 2, 1, true, 3, 0},
+      {{1, 2, 3, 2, 3}, 2, 1, true, 3, 1},
+      {{1, 2, 3, 4, 5}, 1, 0, true, 0, 0},
+      {{1, 2, 3, 4, 5}, 1, 1, false, 0, 0},
+      {{5, 5, 5}, 2, 1, true, 1, 0},  // overlapping
+      {{5, 5, 5}, 2, 2, false, 0, 0},
+      {{1, 2, 3}, 3, 0, true, 0, 0},
+      {{0, std::numeric_limits<uint64_t>::max(), 0, std::numeric_limits<uint64_t>::max()},
+       2,
+       1,
+       true,
+       2,
+       0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::PrintToString(c.tokens) +
+                 absl::StrCat(" n=", c.n, " max=", c.max_occurrences));
+    const NgramReport r = FindRepeatedNgram(c.tokens, NgramOptions{c.n, c.max_occurrences});
+    EXPECT_EQ(r.fired, c.fired);
+    if (c.fired) {
+      EXPECT_EQ(r.token_offset, c.token_offset);
+      EXPECT_EQ(r.first_token_offset, c.first_token_offset);
+      EXPECT_EQ(r.occurrences, c.max_occurrences + 1);
+    }
+  }
+}
+
+TEST(Repetition, ZeroNDoesNotFire) {
+  const std::vector<uint64_t> t(10, 1);
+  EXPECT_FALSE(FindRepeatedNgram(t, NgramOptions{0, 0}).fired);
+  EXPECT_EQ(SmoothRepetitionPenalty(t, 0, -1.0), 0.0);
+}
+
+TEST(Repetition, MatchesBruteForceOnRandomSequences) {
+  std::mt19937_64 rng(20250101);
+  int fired = 0;
+  int total = 0;
+  for (uint64_t alphabet : {2u, 3u, 4u}) {
+    for (uint32_t n = 1; n <= 6; ++n) {
+      for (uint32_t max_occurrences = 0; max_occurrences <= 4; ++max_occurrences) {
+        for (int trial = 0; trial < 40; ++trial) {
+          std::uniform_int_distribution<size_t> len_dist(0, 64);
+          std::uniform_int_distribution<uint64_t> tok_dist(0, alphabet - 1);
+          std::vector<uint64_t> t(len_dist(rng));
+          for (uint64_t& x : t) x = tok_dist(rng);
+          SCOPED_TRACE(::testing::PrintToString(t) +
+                       absl::StrCat(" n=", n, " max=", max_occurrences));
+          const NgramReport want = BruteForce(t, n, max_occurrences);
+          ExpectSameReport(FindRepeatedNgram(t, NgramOptions{n, max_occurrences}), want);
+          fired += want.fired ? 1 : 0;
+          ++total;
+        }
+      }
+    }
+  }
+  // Both outcomes must be well represented for the comparison to mean anything.
+  EXPECT_GT(fired, total / 10);
+  EXPECT_LT(fired, total - total / 10);
+}
+
+// Thue–Morse sequences over {a, b} of length 2^k and their complements have equal polynomial
+// hashes mod 2^64 for every odd base once k >= 10, whatever value each token is mapped to first:
+// the difference factors as (b - a)·Π(B^(2^i) - 1), which holds at least 64 factors of two. Any
+// rolling polynomial hash therefore collides on them, and a table that trusted the hash alone
+// would count the two windows as one n-gram. (scorers/ngram_repetition.cc rolls such a hash; should
+// it stop doing so, this test still holds but no longer exercises a collision.)
+std::vector<uint64_t> ThueMorse(size_t length, uint64_t a, uint64_t b) {
+  std::vector<uint64_t> t(length);
+  for (size_t i = 0; i < length; ++i) t[i] = (std::popcount(i) % 2 == 0) ? a : b;
+  return t;
+}
+
+uint64_t PolynomialHash(const std::vector<uint64_t>& t, uint64_t base) {
+  uint64_t h = 0;
+  for (uint64_t x : t) h = h * base + x;
+  return h;
+}
+
+TEST(Repetition, CollidingWindowsAreDistinct) {
+  constexpr size_t kN = 2048;
+  const std::vector<uint64_t> x = ThueMorse(kN, 3, 9);
+  const std::vector<uint64_t> y = ThueMorse(kN, 9, 3);
+  // The premise: x and y collide for arbitrary odd bases and token maps.
+  for (uint64_t base : {3ULL, 0x9e3779b97f4a7c15ULL, 0x100000001b3ULL, 1000003ULL}) {
+    EXPECT_EQ(PolynomialHash(x, base), PolynomialHash(y, base)) << base;
+  }
+  // x, y, x, y, x with a unique separator token after each block, so only whole blocks repeat.
+  std::vector<uint64_t> seq;
+  uint64_t separator = 1000;
+  const std::vector<uint64_t>* blocks[] = {&x, &y, &x, &y, &x};
+  std::vector<size_t> starts;
+  for (const std::vector<uint64_t>* block : blocks) {
+    starts.push_back(seq.size());
+    seq.insert(seq.end(), block->begin(), block->end());
+    seq.push_back(separator++);
+  }
+  // Three x's cross a threshold of 2 only at the third x; hash-only counting would fire at the
+  // second x (x, y, x).
+  NgramReport r = FindRepeatedNgram(seq, NgramOptions{kN, 2});
+  ASSERT_TRUE(r.fired);
+  EXPECT_EQ(r.token_offset, starts[4]);
+  EXPECT_EQ(r.first_token_offset, starts[0]);
+  // Three x's and two y's: a threshold of 3 never fires (hash-only would at the 2nd y).
+  EXPECT_FALSE(FindRepeatedNgram(seq, NgramOptions{kN, 3}).fired);
+  // Smooth penalty: the window count minus 2 repeated x's and 1 repeated y are distinct.
+  const double total = static_cast<double>(seq.size() - kN + 1);
+  EXPECT_DOUBLE_EQ(SmoothRepetitionPenalty(seq, kN, -1.0), -(1.0 - (total - 3.0) / total));
+}
+
+std::string RandomText(std::mt19937_64& rng, size_t bytes) {
+  std::uniform_int_distribution<int> letter('a', 'z');
+  std::uniform_int_distribution<int> word_len(4, 9);
+  std::string text;
+  text.reserve(bytes + 16);
+  while (text.size() < bytes) {
+    const int len = word_len(rng);
+    for (int i = 0; i < len; ++i) text.push_back(static_cast<char>(letter(rng)));
+    text.push_back(' ');
+  }
+  return text;
+}
+
+TEST(Repetition, RandomTextDoesNotFire) {
+  std::mt19937_64 rng(7);
+  const std::string text = RandomText(rng, 100'000);
+  EXPECT_FALSE(FindRepeatedNgram(Words(text), NgramOptions{}).fired);
+  std::vector<uint64_t> ids(100'000);
+  for (uint64_t& id : ids) id = rng();
+  EXPECT_FALSE(FindRepeatedNgram(ids, NgramOptions{}).fired);
+  EXPECT_FALSE(FindRepeatedNgram(ids, NgramOptions{1, 1}).fired);
+}
+
+TEST(Repetition, OneMegabyteTerminates) {
+  std::mt19937_64 rng(11);
+  const std::string random_text = RandomText(rng, 1 << 20);
+  const std::vector<uint64_t> random_words = Words(random_text);
+  EXPECT_FALSE(FindRepeatedNgram(random_words, NgramOptions{}).fired);
+  EXPECT_EQ(SmoothRepetitionPenalty(random_words, 8, -1.0), 0.0);
+
+  // One word repeated over 1 MB: fires at once by default, never with an unreachable threshold
+  // (a full scan that hits one entry every step).
+  const std::string loop = Repeat("again ", (1 << 20) / 6);
+  const std::vector<uint64_t> loop_words = Words(loop);
+  const NgramReport r = FindRepeatedNgram(loop_words, NgramOptions{});
+  ASSERT_TRUE(r.fired);
+  EXPECT_EQ(r.token_offset, 3u);
+  EXPECT_FALSE(
+      FindRepeatedNgram(loop_words, NgramOptions{8, std::numeric_limits<uint32_t>::max()}).fired);
+  const double total = static_cast<double>(loop_words.size() - 7);
+  EXPECT_DOUBLE_EQ(SmoothRepetitionPenalty(loop_words, 8, -1.0), -(1.0 - 1.0 / total));
+}
+
+TEST(NormalizedWords, SplitsFoldsAndOffsets) {
+  struct Case {
+    std::string text;
+    std::vector<std::string> words;  // normalised
+    std::vector<size_t> offsets;
+  };
+  const Case cases[] = {
+      {"", {}, {}},
+      {"  ,.; ", {}, {}},
+      {"Hello, WORLD!", {"hello", "world"}, {0, 7}},
+      {"x^2+3y=10", {"x", "2", "3y", "10"}, {0, 2, 4, 7}},
+      {"don't stop", {"don", "t", "stop"}, {0, 4, 6}},
+      {"\\frac{a}{b}", {"frac", "a", "b"}, {1, 6, 9}},
+      {"naïve café", {"naïve", "café"}, {0, 7}},    // non-ASCII bytes stay in the word
+      {"ÉCOLE école", {"École", "école"}, {0, 7}},  // only ASCII letters fold
+      {"tab\tnew\nline", {"tab", "new", "line"}, {0, 4, 8}},
+      {"a_b-c", {"a", "b", "c"}, {0, 2, 4}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    const std::vector<Word> words = NormalizedWords(c.text, 5);
+    ASSERT_EQ(words.size(), c.words.size());
+    for (size_t i = 0; i < words.size(); ++i) {
+      SCOPED_TRACE(c.words[i]);
+      EXPECT_EQ(words[i].offset, c.offsets[i] + 5);
+      // The hash of a word is the hash of its normalised spelling.
+      const std::vector<Word> alone = NormalizedWords(c.words[i]);
+      ASSERT_EQ(alone.size(), 1u);
+      EXPECT_EQ(words[i].hash, alone[0].hash);
+    }
+  }
+}
+
+TEST(NormalizedWords, CaseFoldsAndDistinguishes) {
+  EXPECT_EQ(Words("Wait WAIT wait"), std::vector<uint64_t>(3, Words("wait")[0]));
+  EXPECT_NE(Words("École")[0], Words("école")[0]);
+  // Different words hash differently: as many distinct hashes as distinct spellings among a few
+  // hundred thousand random words.
+  std::mt19937_64 rng(3);
+  const std::string text = RandomText(rng, 2'000'000);
+  std::set<std::string> spellings;
+  for (size_t begin = 0; begin < text.size();) {
+    const size_t end = text.find(' ', begin);
+    spellings.insert(text.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  const std::vector<uint64_t> hashes = Words(text);
+  const std::set<uint64_t> distinct(hashes.begin(), hashes.end());
+  EXPECT_GT(hashes.size(), spellings.size());  // the premise: some words repeat
+  EXPECT_EQ(distinct.size(), spellings.size());
+}
+
+TEST(NormalizedWords, WordHashesKeepsOrder) {
+  const std::vector<Word> words = NormalizedWords("b a b");
+  const std::vector<uint64_t> hashes = WordHashes(words);
+  ASSERT_EQ(hashes.size(), 3u);
+  EXPECT_EQ(hashes[0], hashes[2]);
+  EXPECT_NE(hashes[0], hashes[1]);
+  EXPECT_TRUE(WordHashes({}).empty());
+}
+
+TEST(SmoothRepetitionPenalty, MatchesOpenR1) {
+  struct Case {
+    std::string text;
+    uint32_t n;
+    double max_penalty;
+    double expected;  // as open-r1 computes it: (1 - unique / total) * max_penalty
+  };
+  const Case cases[] = {
+      {"this this this this this", 2, -1.0, (1.0 - 1.0 / 4.0) * -1.0},
+      {"this is a this is a test", 2, -1.0, (1.0 - 4.0 / 6.0) * -1.0},
+      {"this is a this is a test", 3, -2.0, (1.0 - 4.0 / 5.0) * -2.0},
+      {"this is a test", 2, -1.0, 0.0},
+      {"this is a test", 4, -1.0, 0.0},
+      {"this is a test", 5, -1.0, 0.0},  // fewer words than n
+      {"", 2, -1.0, 0.0},
+      {"a a", 1, -1.0, (1.0 - 1.0 / 2.0) * -1.0},
+      {"A a, A!", 1, -0.5, (1.0 - 1.0 / 3.0) * -0.5},  // normalised words
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.text, " n=", c.n, " max_penalty=", c.max_penalty));
+    EXPECT_EQ(SmoothRepetitionPenalty(Words(c.text), c.n, c.max_penalty), c.expected);
+  }
+}
+
+TEST(SmoothRepetitionPenalty, Goldens) {
+  EXPECT_DOUBLE_EQ(SmoothRepetitionPenalty(Words("this this this this this"), 2, -1.0), -0.75);
+  EXPECT_NEAR(SmoothRepetitionPenalty(Words("this is a this is a test"), 2, -1.0), -1.0 / 3.0,
+              1e-15);
+  EXPECT_NEAR(SmoothRepetitionPenalty(Words("this is a this is a test"), 3, -2.0), -0.4, 1e-15);
+}
+
+TEST(SmoothRepetitionPenalty, NoRepetitionIsPositiveZero) {
+  const double p = SmoothRepetitionPenalty(Words("one two three"), 1, -1.0);
+  EXPECT_EQ(p, 0.0);
+  EXPECT_FALSE(std::signbit(p));
+}
+
+TEST(SmoothRepetitionPenalty, MatchesSetCountOnRandomSequences) {
+  std::mt19937_64 rng(99);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<uint64_t> t(std::uniform_int_distribution<size_t>(0, 40)(rng));
+    for (uint64_t& x : t) x = rng() % 3;
+    const uint32_t n = static_cast<uint32_t>(1 + rng() % 5);
+    SCOPED_TRACE(::testing::PrintToString(t) + absl::StrCat(" n=", n));
+    double expected = 0.0;
+    if (t.size() >= n) {
+      std::vector<std::vector<uint64_t>> grams;
+      for (size_t i = 0; i + n <= t.size(); ++i) {
+        grams.emplace_back(t.begin() + static_cast<std::ptrdiff_t>(i),
+                           t.begin() + static_cast<std::ptrdiff_t>(i + n));
+      }
+      const double total = static_cast<double>(grams.size());
+      std::sort(grams.begin(), grams.end());
+      const double unique =
+          static_cast<double>(std::unique(grams.begin(), grams.end()) - grams.begin());
+      expected = (1.0 - unique / total) * -1.0 + 0.0;
+    }
+    EXPECT_EQ(SmoothRepetitionPenalty(t, n, -1.0), expected);
+  }
+}
+
+}  // namespace
+}  // namespace rlscore::scorers
