@@ -73,6 +73,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   // gRPC sets SO_REUSEPORT by default: a second rlscore on the same port would then share it
   // silently instead of failing to start.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Trainers send megabytes per call: a large initial stream window lets a whole batch arrive
+  // without waiting on HTTP/2 flow-control round trips (the default is 64 KiB).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
   builder.RegisterService(server->service_.get());
   server->grpc_server_ = builder.BuildAndStart();
   const bool is_unix = absl::StartsWith(options.listen_address, "unix:");
