@@ -64,6 +64,30 @@ double Percentile(std::vector<uint32_t>* sorted_values, double q) {
   return (*sorted_values)[rank - 1];
 }
 
+BatchTelemetry Telemetry(int64_t step,
+                         const std::vector<std::vector<scorers::CompletionScore>>& scores,
+                         const advantage::BatchSummary& summary) {
+  BatchTelemetry t;
+  t.step = step;
+  t.groups = summary.groups;
+  t.zero_variance_groups = summary.zero_variance_groups;
+  t.reward_mean = summary.reward_mean;
+  t.reward_std = summary.reward_std;
+  double length_sum = 0.0;
+  for (const auto& group : scores) {
+    for (const scorers::CompletionScore& s : group) {
+      ++t.completions;
+      length_sum += s.num_tokens;
+      t.max_length_tokens = std::max(t.max_length_tokens, s.num_tokens);
+      t.truncated += s.truncated;
+      t.repetition_fired += s.repetition_finding.detector != scorers::RepetitionDetector::kNone;
+      t.format_without_accuracy += s.format_gated;
+    }
+  }
+  t.mean_length_tokens = t.completions == 0 ? 0.0 : length_sum / static_cast<double>(t.completions);
+  return t;
+}
+
 }  // namespace
 
 double PassAtK(uint32_t n, uint32_t c, uint32_t k) {
@@ -159,6 +183,9 @@ absl::Status RunScoreGroups(const ScoringContext& context, const v1::ScoreGroups
   FillBatchSummary(summary, response->mutable_summary());
   response->set_profile_hash(profile->hash);
   response->set_backend(std::string(context.backend->Name()));
+  if (context.telemetry != nullptr && !request.run_id().empty()) {
+    context.telemetry->Record(request.run_id(), Telemetry(request.step(), scores, summary));
+  }
   if (context.metrics != nullptr) context.metrics->RecordAdvantageBatch(summary);
   return absl::OkStatus();
 }

@@ -12,11 +12,12 @@
 #include "service/config.h"
 #include "service/metrics.h"
 #include "service/profiles.h"
+#include "service/run_telemetry.h"
 #include "service/worker_pool.h"
 
 namespace rlscore::service {
 
-// Borrowed collaborators; all must outlive the calls. `metrics` may be null.
+// Borrowed collaborators; all must outlive the calls. `metrics` and `telemetry` may be null.
 struct ScoringContext {
   const Limits* limits;
   const ProfileSet* profiles;
@@ -24,12 +25,14 @@ struct ScoringContext {
   advantage::Backend* backend;
   WorkerPool* pool;
   Metrics* metrics;
+  RunTelemetry* telemetry = nullptr;
 };
 
 // Scores every completion of every group (groups in parallel; the result does not depend on the
 // thread count), then computes group advantages with the profile's estimator, overridden by the
-// request's options. Errors name the group and completion: RESOURCE_EXHAUSTED for a limit,
-// INVALID_ARGUMENT for bad input, NOT_FOUND for an unknown profile.
+// request's options. A request with a run_id is recorded in `telemetry` at its step. Errors name
+// the group and completion: RESOURCE_EXHAUSTED for a limit, INVALID_ARGUMENT for bad input,
+// NOT_FOUND for an unknown profile.
 absl::Status RunScoreGroups(const ScoringContext& context, const v1::ScoreGroupsRequest& request,
                             v1::ScoreGroupsResponse* response);
 

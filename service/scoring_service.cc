@@ -18,8 +18,8 @@ constexpr char kMonitorMissing[] =
     "rlscore.v1.ScoringService/MonitorGeneration is not implemented yet: it needs the incremental "
     "n-gram repetition rule and the token budget of the early-stop stream";
 constexpr char kRunHealthMissing[] =
-    "rlscore.v1.ScoringService/GetRunHealth is not implemented yet: it needs per-run telemetry "
-    "windows fed by ScoreGroups";
+    "rlscore.v1.ScoringService/GetRunHealth is not implemented yet: ScoreGroups records per-run "
+    "telemetry windows, but the OK / WARN / CRITICAL thresholds over them are not built";
 
 // DEADLINE_EXCEEDED if the caller's deadline has passed by `clock`, CANCELLED if the caller gave
 // up.
@@ -58,7 +58,8 @@ class UnimplementedStream final
 
 ScoringService::ScoringService(const ServerOptions& options, advantage::Backend* backend,
                                Metrics* metrics, const Clock* clock,
-                               const scorers::AccuracyScorer* accuracy, WorkerPool* pool)
+                               const scorers::AccuracyScorer* accuracy, WorkerPool* pool,
+                               RunTelemetry* telemetry)
     : options_(options),
       backend_(backend),
       metrics_(metrics),
@@ -68,7 +69,8 @@ ScoringService::ScoringService(const ServerOptions& options, advantage::Backend*
                .accuracy = accuracy,
                .backend = backend,
                .pool = pool,
-               .metrics = metrics} {}
+               .metrics = metrics,
+               .telemetry = telemetry} {}
 
 grpc::ServerUnaryReactor* ScoringService::Finish(grpc::CallbackServerContext* context,
                                                  Method method, absl::Time start,

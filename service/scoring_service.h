@@ -25,7 +25,8 @@ namespace rlscore::service {
 class ScoringService final : public v1::ScoringService::CallbackService {
  public:
   ScoringService(const ServerOptions& options, advantage::Backend* backend, Metrics* metrics,
-                 const Clock* clock, const scorers::AccuracyScorer* accuracy, WorkerPool* pool);
+                 const Clock* clock, const scorers::AccuracyScorer* accuracy, WorkerPool* pool,
+                 RunTelemetry* telemetry);
 
   grpc::ServerUnaryReactor* ScoreGroups(grpc::CallbackServerContext* context,
                                         const v1::ScoreGroupsRequest* request,

@@ -20,6 +20,10 @@ namespace rlscore::service {
 namespace {
 
 constexpr char kServiceName[] = "rlscore.v1.ScoringService";
+// A sidecar serves one trainer; a shared evaluation service a few dozen runs.
+constexpr size_t kTrackedRuns = 64;
+// Batches kept per run: enough for a trailing baseline over hundreds of steps.
+constexpr size_t kTelemetryWindow = 512;
 
 // Process-wide gRPC settings that must precede the first ServerBuilder.
 void InitGrpcOnce() {
@@ -44,10 +48,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   server->metrics_->SetBackend(server->backend_->Name());
   server->accuracy_ = scorers::NewBasicAccuracyScorer();
   server->pool_ = std::make_unique<WorkerPool>(options.scoring_threads);
+  server->telemetry_ = std::make_unique<RunTelemetry>(kTrackedRuns, kTelemetryWindow);
   server->service_ = std::make_unique<ScoringService>(
       options, server->backend_.get(), server->metrics_.get(),
       dependencies.clock != nullptr ? dependencies.clock : &RealClock(), server->accuracy_.get(),
-      server->pool_.get());
+      server->pool_.get(), server->telemetry_.get());
 
   // Metrics first: a port clash there should not leave a half-started gRPC server behind.
   if (!options.metrics_address.empty()) {

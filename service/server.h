@@ -23,6 +23,7 @@
 #include "scorers/accuracy.h"
 #include "service/config.h"
 #include "service/metrics.h"
+#include "service/run_telemetry.h"
 #include "service/worker_pool.h"
 
 namespace grpc {
@@ -61,6 +62,8 @@ class Server {
   // The bound metrics port; 0 when metrics are disabled.
   int metrics_port() const { return metrics_port_; }
   Metrics& metrics() { return *metrics_; }
+  // Per-run telemetry recorded from ScoreGroups requests that carry a run_id.
+  const RunTelemetry& telemetry() const { return *telemetry_; }
   std::string_view backend_name() const { return backend_->Name(); }
 
   // Marks health NOT_SERVING, stops accepting calls, lets in-flight calls finish for up to
@@ -77,6 +80,7 @@ class Server {
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<scorers::AccuracyScorer> accuracy_;
   std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<RunTelemetry> telemetry_;
   std::unique_ptr<ScoringService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<prometheus::Exposer> exposer_;

@@ -1,11 +1,14 @@
 // ScoreGroups and Score end to end below gRPC: request messages in, response messages out.
 #include "service/scoring_engine.h"
 
+#include <prometheus/registry.h>
+
 #include <bit>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rlscore/config/v1/server_config.pb.h"
 
 namespace rlscore::service {
 namespace {
@@ -22,7 +25,8 @@ struct Engine {
             .accuracy = accuracy.get(),
             .backend = backend.get(),
             .pool = &pool,
-            .metrics = &metrics};
+            .metrics = &metrics,
+            .telemetry = &telemetry};
   }
 
   Limits limits;
@@ -31,6 +35,7 @@ struct Engine {
   std::unique_ptr<advantage::Backend> backend = advantage::NewCpuBackend();
   WorkerPool pool;
   Metrics metrics;
+  RunTelemetry telemetry{8, 16};
 };
 
 void AddCompletion(v1::Group* group, const std::string& text, uint32_t tokens,
@@ -129,6 +134,42 @@ TEST(ScoreGroups, TheIncidentBatch) {
   EXPECT_EQ(response.summary().zero_variance_groups(), 14u);
   EXPECT_EQ(response.profile_hash().size(), 16u);
   EXPECT_EQ(response.backend(), "cpu");
+
+  // The run's telemetry for step 1,428: the signals of the incident.
+  const std::vector<BatchTelemetry> window = engine.telemetry.Window("run-32b");
+  ASSERT_EQ(window.size(), 1u);
+  EXPECT_EQ(window[0].step, 1428);
+  EXPECT_EQ(window[0].groups, 16u);
+  EXPECT_EQ(window[0].zero_variance_groups, 14u);
+  EXPECT_EQ(window[0].completions, 128u);
+  EXPECT_EQ(window[0].max_length_tokens, 16384u);
+  EXPECT_EQ(window[0].truncated, 1u);
+  EXPECT_EQ(window[0].repetition_fired, 1u);
+  EXPECT_EQ(window[0].format_without_accuracy, 112u + 3u + 5u);
+}
+
+TEST(ScoreGroups, AnUngatedProfileIsExplicitAndCounted) {
+  Engine engine;
+  config::v1::Profile lenient;
+  lenient.set_name("lenient");
+  lenient.mutable_format()->set_ungated(true);
+  ASSERT_TRUE(engine.profiles.Add(lenient, advantage::Options{}).ok());
+  v1::ScoreGroupsRequest request;
+  request.set_profile("lenient");
+  v1::Group* group = request.add_groups();
+  group->add_references("42");
+  AddCompletion(group, "<think>x</think> \\boxed{41}", 10);
+  AddCompletion(group, "<think>x</think> \\boxed{42}", 10);
+  v1::ScoreGroupsResponse response;
+  ASSERT_TRUE(RunScoreGroups(engine.context(), request, &response).ok());
+  EXPECT_DOUBLE_EQ(response.rewards(0), 0.1);  // paid to a wrong answer: the profile opted out
+  EXPECT_FALSE(response.results(0).format_gated());
+  EXPECT_NE(response.profile_hash(), engine.profiles.Find("default").value()->hash);
+  double ungated = -1;
+  for (const auto& family : engine.metrics.registry()->Collect()) {
+    if (family.name == "rlscore_format_ungated_total") ungated = family.metric[0].counter.value;
+  }
+  EXPECT_EQ(ungated, 1.0);
 }
 
 TEST(ScoreGroups, ResultsDoNotDependOnTheThreadCount) {

@@ -363,6 +363,33 @@ TEST(ServerLimits, GroupLimitsAreResourceExhaustedNamingTheLimit) {
   }
 }
 
+TEST(ServerLimits, AnOversizedCompletionIsNamedAndTheServerKeepsServing) {
+  ServerOptions options = TestOptions();
+  options.limits.max_completion_bytes = 1 << 10;
+  std::unique_ptr<Server> server = StartOrDie(options);
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+  v1::ScoreGroupsRequest request;
+  v1::Group* group = request.add_groups();
+  group->add_references("1");
+  group->add_completions()->set_text("<think>a</think> 1");
+  group->add_completions()->set_text(std::string(2048, 'x'));
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ScoreGroupsResponse response;
+    grpc::Status status = stub->ScoreGroups(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(status.error_message(), HasSubstr("groups[0].completions[1].text: 2048 bytes"));
+  }
+  group->mutable_completions(1)->set_text("<think>b</think> 2");
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ScoreGroupsResponse response;
+  ASSERT_TRUE(stub->ScoreGroups(&context, request, &response).ok());
+  EXPECT_EQ(response.results(0).verdict(), v1::VERDICT_CORRECT);
+}
+
 TEST(ServerListen, ServesOnAUnixSocket) {
   ServerOptions options = TestOptions();
   const std::string path =
