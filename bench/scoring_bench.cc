@@ -113,7 +113,9 @@ void BM_ScoreGroupsInProcess(benchmark::State& state) {
                                         .accuracy = accuracy.get(),
                                         .backend = backend.get(),
                                         .pool = &pool,
-                                        .metrics = nullptr};
+                                        .metrics = nullptr,
+                                        .telemetry = nullptr,
+                                        .keep_going = nullptr};
   for (auto _ : state) {
     v1::ScoreGroupsResponse response;
     absl::Status status = service::RunScoreGroups(context, request, &response);

@@ -49,6 +49,12 @@ absl::Status ScoreOneGroup(const ScoringContext& context, const ServiceProfile& 
   return scorers::ScoreGroup(inputs, task, judge.get(), profile.reward, scores);
 }
 
+// The caller's verdict on going on (deadline passed, client gone), checked before each group so a
+// large batch stops within one group's work.
+absl::Status ShouldStop(const ScoringContext& context) {
+  return context.keep_going ? context.keep_going() : absl::OkStatus();
+}
+
 advantage::Outcome OutcomeOf(const scorers::CompletionScore& s) {
   if (s.unscorable()) return advantage::Outcome::kUnscorable;
   if (s.truncated) return advantage::Outcome::kTruncated;
@@ -145,6 +151,10 @@ absl::Status RunScoreGroups(const ScoringContext& context, const v1::ScoreGroups
   std::vector<std::vector<scorers::CompletionScore>> scores(num_groups);
   std::vector<absl::Status> statuses(num_groups);
   context.pool->ParallelFor(num_groups, [&](size_t g) {
+    if (absl::Status stop = ShouldStop(context); !stop.ok()) {
+      statuses[g] = std::move(stop);
+      return;
+    }
     const v1::Group& group = request.groups(static_cast<int>(g));
     statuses[g] = ScoreOneGroup(context, *profile, tasks[g], References(group.references()),
                                 group.completions().data(), group.completions_size(), &scores[g]);
@@ -218,6 +228,10 @@ absl::Status RunScore(const ScoringContext& context, const v1::ScoreRequest& req
   std::vector<std::vector<scorers::CompletionScore>> scores(n);
   std::vector<absl::Status> statuses(n);
   context.pool->ParallelFor(n, [&](size_t i) {
+    if (absl::Status stop = ShouldStop(context); !stop.ok()) {
+      statuses[i] = std::move(stop);
+      return;
+    }
     const v1::ScoreItem& item = request.items(static_cast<int>(i));
     const v1::Completion* completion = &item.completion();
     statuses[i] = ScoreOneGroup(context, *profile, tasks[i], References(item.references()),

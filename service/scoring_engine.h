@@ -5,6 +5,8 @@
 //   absl::Status s = RunScoreGroups(context, request, &response);
 #pragma once
 
+#include <functional>
+
 #include "absl/status/status.h"
 #include "advantage/advantage.h"
 #include "rlscore/v1/scoring.pb.h"
@@ -26,6 +28,9 @@ struct ScoringContext {
   WorkerPool* pool;
   Metrics* metrics;
   RunTelemetry* telemetry = nullptr;
+  // Asked before each group is scored; a non-OK answer (DEADLINE_EXCEEDED, CANCELLED) stops the
+  // remaining work and becomes the call's status. Unset means never stop. Thread-safe.
+  std::function<absl::Status()> keep_going;
 };
 
 // Scores every completion of every group (groups in parallel; the result does not depend on the

@@ -70,7 +70,17 @@ ScoringService::ScoringService(const ServerOptions& options, advantage::Backend*
                .backend = backend,
                .pool = pool,
                .metrics = metrics,
-               .telemetry = telemetry} {}
+               .telemetry = telemetry,
+               .keep_going = nullptr} {}
+
+ScoringContext ScoringService::WithCall(grpc::CallbackServerContext* context) const {
+  ScoringContext scoring = scoring_;
+  const Clock* clock = clock_;
+  scoring.keep_going = [context, clock] {
+    return CheckCallAlive(*context, *clock, "while completions were scored");
+  };
+  return scoring;
+}
 
 grpc::ServerUnaryReactor* ScoringService::Finish(grpc::CallbackServerContext* context,
                                                  Method method, absl::Time start,
@@ -87,7 +97,7 @@ grpc::ServerUnaryReactor* ScoringService::ScoreGroups(grpc::CallbackServerContex
   const absl::Time start = absl::Now();
   metrics_->CallStarted(Method::kScoreGroups);
   absl::Status status = CheckCallAlive(*context, *clock_, "before ScoreGroups started");
-  if (status.ok()) status = RunScoreGroups(scoring_, *request, response);
+  if (status.ok()) status = RunScoreGroups(WithCall(context), *request, response);
   if (status.ok()) status = CheckCallAlive(*context, *clock_, "while completions were scored");
   if (!status.ok()) response->Clear();
   return Finish(context, Method::kScoreGroups, start, status);
@@ -99,7 +109,7 @@ grpc::ServerUnaryReactor* ScoringService::Score(grpc::CallbackServerContext* con
   const absl::Time start = absl::Now();
   metrics_->CallStarted(Method::kScore);
   absl::Status status = CheckCallAlive(*context, *clock_, "before Score started");
-  if (status.ok()) status = RunScore(scoring_, *request, response);
+  if (status.ok()) status = RunScore(WithCall(context), *request, response);
   if (status.ok()) status = CheckCallAlive(*context, *clock_, "while completions were scored");
   if (!status.ok()) response->Clear();
   return Finish(context, Method::kScore, start, status);

@@ -47,6 +47,9 @@ class ScoringService final : public v1::ScoringService::CallbackService {
   absl::Status DoComputeAdvantages(const grpc::CallbackServerContext& context,
                                    const v1::ComputeAdvantagesRequest& request,
                                    v1::ComputeAdvantagesResponse* response);
+  // The scoring context for one call: it stops when the call's deadline passes or the client
+  // cancels.
+  ScoringContext WithCall(grpc::CallbackServerContext* context) const;
   // Answers a unary call with `status` and records it.
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context, Method method,
                                    absl::Time start, const absl::Status& status);

@@ -3,6 +3,7 @@
 
 #include <prometheus/registry.h>
 
+#include <atomic>
 #include <bit>
 #include <string>
 
@@ -26,7 +27,8 @@ struct Engine {
             .backend = backend.get(),
             .pool = &pool,
             .metrics = &metrics,
-            .telemetry = &telemetry};
+            .telemetry = &telemetry,
+            .keep_going = nullptr};
   }
 
   Limits limits;
@@ -281,6 +283,24 @@ TEST(ScoreGroups, ExternalAccuracyAndTheRequestsEstimator) {
   EXPECT_DOUBLE_EQ(response.rewards(2), 0.6);
   const double mean = (1.1 + 0.0 + 0.6) / 3;
   EXPECT_DOUBLE_EQ(response.advantages(0), 1.1 - mean);  // Dr. GRPO: not divided by σ
+}
+
+TEST(ScoreGroups, StopsWhenTheCallerSaysSo) {
+  Engine engine(1);
+  ScoringContext context = engine.context();
+  std::atomic<int> asked{0};
+  // The deadline passes after three groups have been scored.
+  context.keep_going = [&asked]() -> absl::Status {
+    return ++asked > 3
+               ? absl::DeadlineExceededError("deadline passed while completions were scored")
+               : absl::OkStatus();
+  };
+  v1::ScoreGroupsResponse response;
+  const absl::Status status = RunScoreGroups(context, IncidentRequest(), &response);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("groups[3]: deadline passed"));
+  EXPECT_EQ(asked.load(), 16);  // asked once per group, no group scored after the answer changed
+  EXPECT_EQ(response.results_size(), 0);
 }
 
 TEST(PassAtK, UnbiasedEstimator) {
