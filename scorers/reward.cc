@@ -1,5 +1,6 @@
 #include "scorers/reward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -17,14 +18,56 @@ absl::Status FieldError(std::string_view field, std::string_view problem) {
 bool Finite(double x) { return std::isfinite(x); }
 
 // The anatomy of a completion from a model that does not think: all of it is the answer section,
-// and also where repetition is looked for.
-Anatomy NonThinkingAnatomy(std::string_view text) {
+// and also where repetition is looked for. Think tags have no place in it; answer tags are
+// checked as the policy asks.
+Anatomy NonThinkingAnatomy(std::string_view text, const TagPolicy& policy) {
+  const Anatomy parsed = ParseAnatomy(text, TagPolicy{});
   Anatomy a;
+  a.tags = parsed.tags;
+  a.malformed_tags = parsed.malformed_tags;
   a.reasoning_end = a.answer_end = text.size();
   a.has_think_close = true;
+  for (const Diagnostic& d : parsed.diagnostics) {
+    if (d.kind == Malformation::kLookAlikeTag) a.diagnostics.push_back(d);
+  }
+  size_t answer_pairs = 0;
+  bool open = false;
+  for (const Tag& t : parsed.tags) {
+    switch (t.kind) {
+      case TagKind::kThinkOpen:
+        a.diagnostics.push_back({Malformation::kRepeatedThinkOpen, t.offset});
+        break;
+      case TagKind::kThinkClose:
+        a.diagnostics.push_back({Malformation::kRepeatedThinkClose, t.offset});
+        break;
+      case TagKind::kAnswerOpen:
+        if (open) a.diagnostics.push_back({Malformation::kAnswerTagMisplaced, t.offset});
+        open = true;
+        a.answer_tag_begin = t.offset + t.length;
+        break;
+      case TagKind::kAnswerClose:
+        if (!open) {
+          a.diagnostics.push_back({Malformation::kAnswerTagMisplaced, t.offset});
+          break;
+        }
+        open = false;
+        a.answer_tag_end = t.offset;
+        a.has_answer_tag = true;
+        if (++answer_pairs > 1) {
+          a.diagnostics.push_back({Malformation::kAnswerTagMisplaced, t.offset});
+        }
+        break;
+    }
+  }
+  if (open) a.diagnostics.push_back({Malformation::kAnswerTagMisplaced, text.size()});
+  if (policy.require_answer_tags && answer_pairs == 0) {
+    a.diagnostics.push_back({Malformation::kMissingAnswerTags, text.size()});
+  }
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
     a.diagnostics.push_back({Malformation::kEmptyAnswer, text.size()});
   }
+  std::stable_sort(a.diagnostics.begin(), a.diagnostics.end(),
+                   [](const Diagnostic& x, const Diagnostic& y) { return x.offset < y.offset; });
   return a;
 }
 
@@ -88,8 +131,8 @@ void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t
 
 absl::Status ScoreOne(const CompletionInput& in, Task task, const Judge* judge,
                       const Profile& profile, CompletionScore* score) {
-  const Anatomy anatomy =
-      profile.expects_reasoning ? ParseAnatomy(in.text, profile.tags) : NonThinkingAnatomy(in.text);
+  const Anatomy anatomy = profile.expects_reasoning ? ParseAnatomy(in.text, profile.tags)
+                                                    : NonThinkingAnatomy(in.text, profile.tags);
   score->has_answer_section = anatomy.answer_end > anatomy.answer_begin;
   score->malformed_tags = anatomy.malformed_tags;
   score->think_open_tags = CountTags(anatomy, TagKind::kThinkOpen);
@@ -132,7 +175,8 @@ absl::Status ScoreOne(const CompletionInput& in, Task task, const Judge* judge,
       ScoreFormat(anatomy, score->truncated, score->accuracy, profile.format);
   score->format = format.reward;
   score->well_formed = format.well_formed;
-  score->format_gated = format.gated;
+  // An unscorable completion was not judged wrong: its format reward is not "withheld".
+  score->format_gated = format.gated && !IsUnscorable(score->verdict);
   score->format_paid_ungated = format.paid_ungated;
 
   ScoreRepetition(in, anatomy, score->num_tokens, profile.repetition, score);
@@ -161,6 +205,9 @@ absl::Status ValidateProfile(const Profile& p) {
       (len.dapo_buffer == 0 || len.dapo_buffer > len.max)) {
     return FieldError("length.dapo_buffer_tokens",
                       absl::StrCat("(", len.dapo_buffer, ") must be in [1, max_tokens]"));
+  }
+  if (!Finite(len.weight) || len.weight < 0) {
+    return FieldError("length.weight", "must be finite and >= 0");
   }
   for (const auto& [name, value] : {std::pair<const char*, double>{"length.weight", len.weight},
                                     {"length.cosine_correct_short", len.cosine_correct_short},

@@ -71,7 +71,9 @@ absl::Status ValidateProfile(const Profile& profile);
 // One completion as the caller sent it.
 struct CompletionInput {
   std::string_view text;
-  std::span<const uint32_t> token_ids;      // when given: the n-gram rule's tokens and the length
+  // When given: the length, and the n-gram rule's tokens. They cover the whole completion (ids
+  // cannot be mapped to the reasoning span here), so the rule then also sees the answer section.
+  std::span<const uint32_t> token_ids;
   std::optional<uint32_t> num_tokens;       // the length when token_ids is empty
   std::optional<bool> finished;             // false: generation hit max_tokens (truncated)
   std::optional<double> external_accuracy;  // Task::kExternal only, in [0, 1]
