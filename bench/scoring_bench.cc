@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "rlscore/v1/scoring_service.grpc.pb.h"
+#include "scorers/math/verifier.h"
 #include "scorers/reward.h"
 #include "service/scoring_engine.h"
 #include "service/server.h"
@@ -57,7 +58,7 @@ std::string LoopingCompletion(uint32_t tokens) {
 void ScoreOne(benchmark::State& state, const std::string& text, uint32_t tokens, bool finished) {
   scorers::Profile profile;
   const std::vector<std::string> references = {"42"};
-  auto accuracy = scorers::NewBasicAccuracyScorer();
+  auto accuracy = scorers::math::NewMathAccuracyScorer();
   auto judge = accuracy->Prepare(scorers::Task::kMath, references);
   scorers::CompletionInput input;
   input.text = text;
@@ -105,7 +106,7 @@ void BM_ScoreGroupsInProcess(benchmark::State& state) {
   const v1::ScoreGroupsRequest request = Batch();
   service::Limits limits;
   service::ProfileSet profiles = service::DefaultProfiles(advantage::Options{});
-  auto accuracy = scorers::NewBasicAccuracyScorer();
+  auto accuracy = scorers::math::NewMathAccuracyScorer();
   auto backend = advantage::NewCpuBackend();
   service::WorkerPool pool(kThreads);
   const service::ScoringContext context{.limits = &limits,

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "scorers/math/verifier.h"
 #include "service/scoring_service.h"
 
 namespace rlscore::service {
@@ -46,7 +47,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       dependencies.backend ? std::move(dependencies.backend) : advantage::NewCpuBackend();
   server->metrics_ = std::make_unique<Metrics>();
   server->metrics_->SetBackend(server->backend_->Name());
-  server->accuracy_ = scorers::NewBasicAccuracyScorer();
+  server->accuracy_ = scorers::math::NewMathAccuracyScorer();
   server->pool_ = std::make_unique<WorkerPool>(options.scoring_threads);
   server->telemetry_ = std::make_unique<RunTelemetry>(kTrackedRuns, kTelemetryWindow);
   server->service_ = std::make_unique<ScoringService>(

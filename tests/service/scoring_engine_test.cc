@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rlscore/config/v1/server_config.pb.h"
+#include "scorers/math/verifier.h"
 
 namespace rlscore::service {
 namespace {
@@ -33,7 +34,7 @@ struct Engine {
 
   Limits limits;
   ProfileSet profiles = DefaultProfiles(advantage::Options{});
-  std::unique_ptr<scorers::AccuracyScorer> accuracy = scorers::NewBasicAccuracyScorer();
+  std::unique_ptr<scorers::AccuracyScorer> accuracy = scorers::math::NewMathAccuracyScorer();
   std::unique_ptr<advantage::Backend> backend = advantage::NewCpuBackend();
   WorkerPool pool;
   Metrics metrics;
