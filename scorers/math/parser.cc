@@ -568,24 +568,31 @@ class Parser {
   }
   // One unit name with its power: "cm", "square feet" (ft^2), "m^3".
   absl::StatusOr<std::string> ParseOneUnit(bool after_slash) {
-    std::string power;
-    if (IsSquareWord(Peek())) power = IsWord(Next(), "cubic") ? "^3" : "^2";
-    std::string unit = UnitOf(Peek(), after_slash || !power.empty());
+    // The power is kept as digits and appended once at the end: building it in a std::string on
+    // one branch trips GCC 12's -Wmaybe-uninitialized at -O3.
+    std::string_view square;
+    if (IsSquareWord(Peek())) square = IsWord(Next(), "cubic") ? "3" : "2";
+    std::string unit = UnitOf(Peek(), after_slash || !square.empty());
     if (unit.empty()) return Unexpected("where a unit was expected");
     Next();
+    std::string digits(square);
     if (IsOp(Peek(), '^')) {
       size_t save = pos_;
       Next();
       bool braced = IsOp(Peek(), '{');
       if (braced) Next();
       if (IsPlainInteger(Peek()) && (!braced || IsOp(Peek(1), '}'))) {
-        power = "^" + Next().digits;
+        digits = Next().digits;
         if (braced) Next();
       } else {
         pos_ = save;
       }
     }
-    return unit + power;
+    if (!digits.empty()) {
+      unit.push_back('^');
+      unit.append(digits);
+    }
+    return unit;
   }
   absl::StatusOr<uint32_t> ParseUnitSuffix(uint32_t value) {
     RLSCORE_ASSIGN_OR_RETURN(std::string unit, ParseOneUnit(false));
