@@ -1165,6 +1165,22 @@ class BasicAccuracyScorer final : public AccuracyScorer {
 
 }  // namespace
 
+std::string_view VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kCorrect:
+      return "CORRECT";
+    case Verdict::kWrong:
+      return "WRONG";
+    case Verdict::kNoAnswer:
+      return "NO_ANSWER";
+    case Verdict::kUnparseableReference:
+      return "UNPARSEABLE_REFERENCE";
+    case Verdict::kBudgetExceeded:
+      return "BUDGET_EXCEEDED";
+  }
+  return "UNKNOWN";
+}
+
 std::unique_ptr<AccuracyScorer> NewBasicAccuracyScorer() {
   return std::make_unique<BasicAccuracyScorer>();
 }

@@ -31,6 +31,10 @@ enum class Verdict : uint8_t {
   kBudgetExceeded,        // unscorable: a work budget ran out
 };
 
+// "CORRECT", "WRONG", "NO_ANSWER", "UNPARSEABLE_REFERENCE", "BUDGET_EXCEEDED" (the wire names,
+// without the VERDICT_ prefix), for logs and test failures.
+std::string_view VerdictName(Verdict v);
+
 // True for the verdicts that make a completion unscorable (left out of its group's statistics).
 inline bool IsUnscorable(Verdict v) {
   return v == Verdict::kUnparseableReference || v == Verdict::kBudgetExceeded;

@@ -48,16 +48,16 @@ enum class Kind : uint8_t {
   kPlusMinus,  // a ± b: {a, b}; ±b: {b}
   kPercent,    // x%, one child
   kRelation,   // a chain a R b R c: children are the operands; payload indexes Expr::strings,
-               // one character per relation: '=', '!' (≠), '<', 'l' (≤), '>', 'g' (≥), '~' (≈)
-  kSet,        // {a, b, c}: unordered
-  kTuple,      // (a, b): ordered; also a bare comma list
-  kInterval,   // {lo, hi}; flags: bit 0 left closed, bit 1 right closed
-  kUnion,      // A ∪ B ∪ …: children are sets or intervals
-  kEmptySet,   // ∅, \emptyset, \varnothing, {}
-  kMatrix,     // rows × cols children, row-major
-  kText,       // a text answer: payload is the normalised text (lower case, single spaces)
-  kChoice,     // a multiple-choice letter: payload is the upper-case letter
-  kWithUnit,   // a quantity: one child (the value); payload is the unit's canonical name ("km")
+              // one character per relation: '=', '!' (≠), '<', 'l' (≤), '>', 'g' (≥), '~' (≈)
+  kSet,       // {a, b, c}: unordered
+  kTuple,     // (a, b): ordered; also a bare comma list
+  kInterval,  // {lo, hi}; flags: bit 0 left closed, bit 1 right closed
+  kUnion,     // A ∪ B ∪ …: children are sets or intervals
+  kEmptySet,  // ∅, \emptyset, \varnothing, {}
+  kMatrix,    // rows × cols children, row-major
+  kText,      // a text answer: payload is the normalised text (lower case, single spaces)
+  kChoice,    // a multiple-choice letter: payload is the upper-case letter
+  kWithUnit,  // a quantity: one child (the value); payload is the unit's canonical name ("km")
 };
 
 enum class Constant : uint8_t { kPi, kE, kI, kInfinity };
@@ -100,8 +100,7 @@ class Expr {
 
   const Node& node(uint32_t i) const { return nodes[i]; }
   std::span<const uint32_t> kids(uint32_t i) const {
-    return std::span<const uint32_t>(children.data() + nodes[i].first_child,
-                                     nodes[i].num_children);
+    return std::span<const uint32_t>(children.data() + nodes[i].first_child, nodes[i].num_children);
   }
   std::string_view text(uint32_t i) const { return strings[nodes[i].payload]; }
   const BigRational& number(uint32_t i) const { return numbers[nodes[i].payload]; }

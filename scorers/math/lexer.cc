@@ -8,22 +8,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "scorers/math/chars.h"
 
 namespace rlscore::scorers::math {
 namespace {
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-// `word` equals the lower-case `lower`, ignoring the case of `word`.
-bool EqualsLower(std::string_view word, std::string_view lower) {
-  if (word.size() != lower.size()) return false;
-  for (size_t i = 0; i < word.size(); ++i) {
-    if (Lower(word[i]) != lower[i]) return false;
-  }
-  return true;
-}
 
 template <size_t N>
 bool Contains(const std::string_view (&table)[N], std::string_view s) {

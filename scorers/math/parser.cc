@@ -24,6 +24,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "scorers/math/chars.h"
 #include "scorers/math/lexer.h"
 
 namespace rlscore::scorers::math {
@@ -39,16 +40,6 @@ constexpr int kPrecAdd = 30;
 constexpr int kPrecMul = 40;
 constexpr int kPrecUnary = 50;
 constexpr int kPrecPow = 60;
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-bool EqualsLower(std::string_view word, std::string_view lower) {
-  if (word.size() != lower.size()) return false;
-  for (size_t i = 0; i < word.size(); ++i) {
-    if (Lower(word[i]) != lower[i]) return false;
-  }
-  return true;
-}
 
 bool IsOp(const Token& t, char op) { return t.kind == TokenKind::kOp && t.op == op; }
 bool IsCommand(const Token& t, std::string_view name) {

@@ -60,9 +60,9 @@
 namespace rlscore::scorers::math {
 
 struct ParseLimits {
-  uint32_t max_bytes = 4096;   // of the answer text
-  uint32_t max_depth = 64;     // nesting of braces, parentheses and operators
-  uint32_t max_nodes = 4096;   // of the tree
+  uint32_t max_bytes = 4096;  // of the answer text
+  uint32_t max_depth = 64;    // nesting of braces, parentheses and operators
+  uint32_t max_nodes = 4096;  // of the tree
 };
 
 // INVALID_ARGUMENT when the text is not a math answer the grammar knows (the caller may then

@@ -40,26 +40,7 @@
 namespace rlscore::scorers {
 
 // Readable verdicts in failure messages (found by argument-dependent lookup).
-void PrintTo(Verdict v, std::ostream* os) {
-  switch (v) {
-    case Verdict::kCorrect:
-      *os << "CORRECT";
-      return;
-    case Verdict::kWrong:
-      *os << "WRONG";
-      return;
-    case Verdict::kNoAnswer:
-      *os << "NO_ANSWER";
-      return;
-    case Verdict::kUnparseableReference:
-      *os << "UNPARSEABLE_REFERENCE";
-      return;
-    case Verdict::kBudgetExceeded:
-      *os << "BUDGET_EXCEEDED";
-      return;
-  }
-  *os << "Verdict(" << static_cast<int>(v) << ")";
-}
+void PrintTo(Verdict v, std::ostream* os) { *os << VerdictName(v); }
 
 namespace {
 
