@@ -161,8 +161,10 @@ class Comparer {
   // last).
   static std::optional<uint32_t> AssignedValue(const Expr& e, uint32_t x) {
     const std::string_view ops = e.text(x);
-    if (ops.find_first_not_of('=') != std::string_view::npos) return std::nullopt;
     const auto kids = e.kids(x);
+    // "\frac{5}{12} \approx 0.4167": the exact value comes first, the approximation after.
+    if (ops.find_first_not_of('~') == std::string_view::npos) return kids.front();
+    if (ops.find_first_not_of('=') != std::string_view::npos) return std::nullopt;
     if (kids.size() == 2) {
       if (e.node(kids[0]).kind == Kind::kSymbol) return kids[1];
       if (e.node(kids[1]).kind == Kind::kSymbol) return kids[0];
@@ -337,11 +339,23 @@ class Comparer {
     return agreeing >= kMinAgreeingPoints;
   }
 
+  // A number written with a decimal point ("1.41421356237", "-0.5").
+  static bool IsDecimalLiteral(const Expr& e, uint32_t x) {
+    const Node& n = e.node(x);
+    if (n.kind == Kind::kNeg) return IsDecimalLiteral(e, e.kids(x)[0]);
+    return n.kind == Kind::kNumber && n.flags > 0;
+  }
+
   bool ScalarEq(const Expr& a, uint32_t x, const Expr& b, uint32_t y) {
     const std::optional<BigRational> ea = EvaluateExact(a, x, budget_);
     const std::optional<BigRational> eb = EvaluateExact(b, y, budget_);
     if (budget_.exceeded) return false;
     if (ea && eb) return *ea == *eb;
+    // A decimal approximation of a closed form is not the closed form: 1.41421356237 is not √2
+    // (the spirit of "0.333 is not 1/3"; an RL reward must not pay for rounding).
+    if ((ea && IsDecimalLiteral(a, x) && !eb) || (eb && IsDecimalLiteral(b, y) && !ea)) {
+      return false;
+    }
     Point point;
     point.names = FreeSymbols(a, x);
     for (std::string& s : FreeSymbols(b, y)) point.names.push_back(std::move(s));

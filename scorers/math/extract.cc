@@ -139,76 +139,187 @@ size_t FindLastCaseless(string_view s, string_view needle) {
   return string_view::npos;
 }
 
-// From `i` to the end of the sentence: a '.' followed by a space or the end (a decimal point is
-// followed by a digit), or a line break.
-string_view SentenceFrom(string_view s, size_t i) {
-  size_t j = i;
-  int dollars = 0;
-  for (; j < s.size(); ++j) {
-    const char c = s[j];
-    if (c == '$') ++dollars;
-    if (c == '\n' && dollars % 2 == 0) break;
-    if (c == '.' && dollars % 2 == 0 && (j + 1 == s.size() || IsSpace(s[j + 1]))) break;
-  }
-  return s.substr(i, j - i);
+// A '$' that opens or closes inline math, by pandoc's rule: not escaped ("\$" is a dollar sign);
+// an opener is followed by a non-space, a closer preceded by a non-space and not followed by a
+// digit ("costs $17. She has $5" holds no math).
+bool IsEscaped(string_view s, size_t i) { return i > 0 && s[i - 1] == '\\'; }
+bool CanOpen(string_view s, size_t i) {
+  return !IsEscaped(s, i) && i + 1 < s.size() && !IsSpace(s[i + 1]);
+}
+bool CanClose(string_view s, size_t i) {
+  return !IsEscaped(s, i) && i > 0 && !IsSpace(s[i - 1]) &&
+         !(i + 1 < s.size() && IsDigit(s[i + 1]));
 }
 
-// The content of the last complete math environment.
-std::optional<string_view> LastMathEnvironment(string_view s) {
-  std::optional<string_view> last;
+struct Span {
+  size_t begin;  // of the content
+  size_t end;
+};
+
+// Every complete math environment ($…$, $$…$$, \(…\), \[…\]), in order. Linear.
+std::vector<Span> MathEnvironments(string_view s) {
+  std::vector<Span> envs;
   size_t i = 0;
   while (i < s.size()) {
-    if (s[i] == '$') {
-      const bool display = i + 1 < s.size() && s[i + 1] == '$';
-      const size_t open = i + (display ? 2 : 1);
-      const size_t close = s.find(display ? "$$" : "$", open);
-      if (close == string_view::npos) break;
-      last = s.substr(open, close - open);
-      i = close + (display ? 2 : 1);
+    if (s[i] == '$' && !IsEscaped(s, i)) {
+      if (i + 1 < s.size() && s[i + 1] == '$') {
+        const size_t close = s.find("$$", i + 2);
+        if (close == string_view::npos) return envs;
+        envs.push_back({i + 2, close});
+        i = close + 2;
+        continue;
+      }
+      if (!CanOpen(s, i)) {
+        ++i;
+        continue;
+      }
+      size_t close = i + 1;
+      while (close < s.size() && !(s[close] == '$' && CanClose(s, close))) {
+        if (s[close] == '\n' && close + 1 < s.size() && s[close + 1] == '\n') break;  // paragraph
+        ++close;
+      }
+      if (close >= s.size() || s[close] != '$') {
+        ++i;
+        continue;
+      }
+      envs.push_back({i + 1, close});
+      i = close + 1;
     } else if (s[i] == '\\' && i + 1 < s.size() && (s[i + 1] == '(' || s[i + 1] == '[')) {
       const char* closer = s[i + 1] == '(' ? "\\)" : "\\]";
       const size_t close = s.find(closer, i + 2);
-      if (close == string_view::npos) break;
-      last = s.substr(i + 2, close - i - 2);
+      if (close == string_view::npos) return envs;
+      envs.push_back({i + 2, close});
       i = close + 2;
     } else {
       ++i;
     }
   }
-  return last;
+  return envs;
 }
 
-// The last number of the section's final sentence: digits with decimal points, separators in
-// groups of three, a fraction bar, and a leading sign.
-std::optional<string_view> LastNumberOfFinalSentence(string_view s) {
-  s = Trim(s);
-  // The final sentence: after the last sentence break that is not at the very end.
-  string_view body = s;
-  while (!body.empty() && (body.back() == '.' || IsSpace(body.back()))) body.remove_suffix(1);
+// The sentence that starts at `i`: up to a '.' followed by a space or the end (a decimal point
+// is followed by a digit) or a line break, outside math.
+string_view SentenceFrom(string_view s, size_t i) {
+  const std::vector<Span> envs = MathEnvironments(s.substr(i));
+  size_t env = 0;
+  size_t j = i;
+  for (; j < s.size(); ++j) {
+    while (env < envs.size() && i + envs[env].end < j) ++env;
+    const bool in_math = env < envs.size() && i + envs[env].begin <= j && j < i + envs[env].end;
+    if (in_math) continue;
+    const char c = s[j];
+    if (c == '\n') break;
+    if ((c == '.' || c == '!' || c == '?') && (j + 1 == s.size() || IsSpace(s[j + 1]))) break;
+  }
+  return s.substr(i, j - i);
+}
+
+// A whitespace-separated token that reads as (part of) an expression: it holds a digit, or it
+// is an operator on its own.
+bool IsMathToken(string_view t) {
+  bool digit = false;
+  for (char c : t) {
+    if (IsDigit(c)) digit = true;
+  }
+  if (digit) return true;
+  return t == "/" || t == "+" || t == "-" || t == "=" || t == "*" || t == "\\times" ||
+         t == "\\cdot" || t == "\xC3\x97" /* × */ || t == "\xE2\x88\x92" /* − */ || t == "\\pi" ||
+         t == "\xCF\x80" /* π */;
+}
+
+// The last number or expression of the section's final sentence, and where it starts: the last
+// run of math-like tokens ("7 marbles" → "7", "(3, 4)", "4.5 × 10^9", "−8°C", "2√3").
+std::optional<Span> LastExpressionOfFinalSentence(string_view s) {
+  size_t end = s.size();
+  while (end > 0 &&
+         (IsSpace(s[end - 1]) || s[end - 1] == '.' || s[end - 1] == '!' || s[end - 1] == '*')) {
+    --end;
+  }
   size_t start = 0;
-  for (size_t j = body.size(); j-- > 0;) {
-    if (body[j] == '\n' || (body[j] == '.' && j + 1 < body.size() && IsSpace(body[j + 1]))) {
+  for (size_t j = end; j-- > 0;) {
+    if (s[j] == '\n' || (s[j] == '.' && j + 1 < end && IsSpace(s[j + 1]))) {
       start = j + 1;
       break;
     }
   }
-  const string_view sentence = body.substr(start);
-  for (size_t end = sentence.size(); end-- > 0;) {
-    if (!IsDigit(sentence[end])) continue;
-    size_t begin = end;
-    while (begin > 0) {
-      const char c = sentence[begin - 1];
-      const bool inner = begin >= 2 && IsDigit(sentence[begin - 2]);
-      if (IsDigit(c) || ((c == '.' || c == '/' || c == ',') && inner)) {
-        --begin;
-      } else {
-        break;
-      }
+  // Tokens of the final sentence, walked from the end.
+  std::optional<Span> run;
+  size_t j = end;
+  while (j > start) {
+    while (j > start && IsSpace(s[j - 1])) --j;
+    size_t b = j;
+    while (b > start && !IsSpace(s[b - 1])) --b;
+    if (b == j) break;
+    string_view token = s.substr(b, j - b);
+    // Trim word characters glued to a number's end ("7th" no; "8°C" keeps its unit to the lexer).
+    if (IsMathToken(token)) {
+      run = Span{b, run ? run->end : j};
+    } else if (run) {
+      break;  // a word before the run ends it
     }
-    if (begin > 0 && (sentence[begin - 1] == '-' || sentence[begin - 1] == '+')) --begin;
-    return sentence.substr(begin, end + 1 - begin);
+    j = b;
   }
-  return std::nullopt;
+  if (!run) return std::nullopt;
+  // Drop prose punctuation at the edges: "(3, 4)." keeps its brackets; "is 42," does not keep ','.
+  while (run->end > run->begin &&
+         (s[run->end - 1] == ',' || s[run->end - 1] == ';' || s[run->end - 1] == ':')) {
+    --run->end;
+  }
+  while (run->begin < run->end && (s[run->begin] == ':' || s[run->begin] == '*')) ++run->begin;
+  if (run->begin >= run->end) return std::nullopt;
+  return run;
+}
+
+// Words a model puts between "the answer is" and the answer.
+bool IsLeadingFiller(string_view word) {
+  static constexpr string_view kFillers[] = {"thus",   "therefore", "so",      "indeed",
+                                             "simply", "exactly",   "about",   "approximately",
+                                             "then",   "just",      "clearly", "now"};
+  for (string_view f : kFillers) {
+    if (word.size() == f.size()) {
+      bool same = true;
+      for (size_t k = 0; k < f.size() && same; ++k) same = Lower(word[k]) == f[k];
+      if (same) return true;
+    }
+  }
+  return false;
+}
+
+// The answer in the sentence after "the answer is": a math environment when there is one, else
+// the text up to the first clause break (", because", " (", …), bold and fillers removed.
+string_view PhraseAnswer(string_view sentence) {
+  string_view t = sentence;
+  for (;;) {
+    const size_t before = t.size();
+    t = Trim(t);
+    while (!t.empty() && (t.front() == ':' || t.front() == '*')) t.remove_prefix(1);
+    t = Trim(t);
+    size_t w = 0;
+    while (w < t.size() && !IsSpace(t[w]) && t[w] != ',') ++w;
+    if (w > 0 && IsLeadingFiller(t.substr(0, w)))
+      t.remove_prefix(w < t.size() && t[w] == ',' ? w + 1 : w);
+    if (t.size() == before) break;
+  }
+  const std::vector<Span> envs = MathEnvironments(t);
+  if (!envs.empty()) return t.substr(envs.front().begin, envs.front().end - envs.front().begin);
+  // Bold: "is **12** units" → "12"; "(B)** The other options" → "(B)" (a closing bold ends it).
+  if (const size_t bold = t.find("**"); bold != string_view::npos) {
+    const size_t close = t.find("**", bold + 2);
+    t = close != string_view::npos ? t.substr(bold + 2, close - bold - 2) : t.substr(0, bold);
+  }
+  size_t cut = t.size();
+  for (string_view clause : {" because", " since", " as ", " which", " (", " - ", " — ", " when",
+                             " from", " for ", " after", " per "}) {
+    cut = std::min(cut, t.find(clause));
+  }
+  for (size_t k = 0; k + 1 < t.size(); ++k) {
+    if (t[k] == ',' && IsSpace(t[k + 1]) && k + 2 < t.size() && !IsDigit(t[k + 2]) &&
+        t[k + 2] != '-') {
+      cut = std::min(cut, k);  // ", as computed above" ends the answer; ", 5" continues a list
+      break;
+    }
+  }
+  return t.substr(0, cut);
 }
 
 }  // namespace
@@ -237,14 +348,21 @@ ExtractedAnswer ExtractAnswer(string_view s) {
   if (const size_t open = s.rfind("<answer>"); open != string_view::npos) {
     const size_t close = s.find("</answer>", open);
     if (close != string_view::npos) {
-      out.parts.emplace_back(Clean(s.substr(open + 8, close - open - 8)));
-      out.detail = "<answer> tags";
-      return out;
+      // The tags may hold a sentence ("<answer>The answer is 42</answer>"): extract within it,
+      // and take the whole content when nothing more specific is there.
+      const string_view content = s.substr(open + 8, close - open - 8);
+      ExtractedAnswer inner = ExtractAnswer(content);
+      if (inner.parts.empty() || inner.detail == "last expression of the final sentence") {
+        inner.parts.assign(1, std::string(Clean(content)));
+      }
+      inner.detail = "<answer> tags";
+      return inner;
     }
   }
   size_t best = string_view::npos;
   size_t best_len = 0;
-  for (string_view phrase : {"answer is", "answer:", "answer :"}) {
+  for (string_view phrase :
+       {"answer is", "answer:", "answer :", "correct option is", "correct choice is"}) {
     const size_t at = FindLastCaseless(s, phrase);
     if (at != string_view::npos && (best == string_view::npos || at > best)) {
       best = at;
@@ -252,26 +370,29 @@ ExtractedAnswer ExtractAnswer(string_view s) {
     }
   }
   if (best != string_view::npos) {
-    string_view sentence = SentenceFrom(s, best + best_len);
-    if (const std::optional<string_view> env = LastMathEnvironment(sentence)) sentence = *env;
-    sentence = Clean(sentence);
-    if (!sentence.empty()) {
-      out.parts.emplace_back(sentence);
+    const string_view answer = Clean(PhraseAnswer(SentenceFrom(s, best + best_len)));
+    if (!answer.empty()) {
+      out.parts.emplace_back(answer);
       out.detail = "answer phrase";
       return out;
     }
   }
-  if (const std::optional<string_view> env = LastMathEnvironment(s)) {
-    const string_view content = Clean(*env);
+  // The last math environment, unless a number written after it in prose ends the section.
+  const std::vector<Span> envs = MathEnvironments(s);
+  const std::optional<Span> expression = LastExpressionOfFinalSentence(s);
+  const bool env_is_later = !envs.empty() && (!expression || envs.back().end >= expression->begin);
+  if (env_is_later) {
+    const string_view content =
+        Clean(s.substr(envs.back().begin, envs.back().end - envs.back().begin));
     if (!content.empty()) {
       out.parts.emplace_back(content);
       out.detail = "last math environment";
       return out;
     }
   }
-  if (const std::optional<string_view> number = LastNumberOfFinalSentence(s)) {
-    out.parts.emplace_back(*number);
-    out.detail = "last number of the final sentence";
+  if (expression) {
+    out.parts.emplace_back(Clean(s.substr(expression->begin, expression->end - expression->begin)));
+    out.detail = "last expression of the final sentence";
     return out;
   }
   out.detail = "no answer in the answer section";

@@ -152,6 +152,13 @@ constexpr Utf8Rule kUtf8Rules[] = {
     {"\xC2\xB2", TokenKind::kPunct, '^', "2"},             // ²
     {"\xC2\xB3", TokenKind::kPunct, '^', "3"},             // ³
     {"\xC2\xB9", TokenKind::kPunct, '^', "1"},             // ¹
+    {"\xE2\x81\xB0", TokenKind::kPunct, '^', "0"},         // ⁰
+    {"\xE2\x81\xB4", TokenKind::kPunct, '^', "4"},         // ⁴
+    {"\xE2\x81\xB5", TokenKind::kPunct, '^', "5"},         // ⁵
+    {"\xE2\x81\xB6", TokenKind::kPunct, '^', "6"},         // ⁶
+    {"\xE2\x81\xB7", TokenKind::kPunct, '^', "7"},         // ⁷
+    {"\xE2\x81\xB8", TokenKind::kPunct, '^', "8"},         // ⁸
+    {"\xE2\x81\xB9", TokenKind::kPunct, '^', "9"},         // ⁹
     {"\xC2\xB0", TokenKind::kPunct, 'd', ""},              // ° (degree: dropped)
     {"\xC2\xA0", TokenKind::kPunct, ' ', ""},              // no-break space
     {"\xE2\x80\x89", TokenKind::kPunct, ' ', ""},          // thin space
@@ -249,7 +256,7 @@ constexpr UnitEntry kUnits[] = {{"km", "km"},
                                 {"years", "year"},
                                 {"yr", "year"},
                                 {"yrs", "year"},
-                                {"mph", "mph"},
+                                {"mph", "mi/h"},
                                 {"kph", "km/h"},
                                 {"kmh", "km/h"},
                                 {"l", "l"},
@@ -428,7 +435,10 @@ class Lexer {
   // Length of a thousands separator at `i` ("," outside brackets, "{,}", "\,", "\ ", thin
   // spaces), 0 when there is none.
   size_t SeparatorAt(size_t i) const {
+    // ",\!" is the MATH dataset's own thousands separator ("10,\!000"): unambiguous anywhere.
+    if (StartsWith(i, ",\\!")) return 3;
     if (At(i) == ',') return paren_depth_ == 0 ? 1 : 0;
+    if (At(i) == ' ' && At(i + 1) != ' ') return 1;  // "1 000 000"; ThreeDigitsAt() decides
     if (StartsWith(i, "{,}")) return 3;
     if (StartsWith(i, "\\,") || StartsWith(i, "\\ ")) return 2;
     if (StartsWith(i, "\xE2\x80\x89") || StartsWith(i, "\xE2\x80\xAF")) return 3;
@@ -480,7 +490,31 @@ class Lexer {
       p_ += 3;
       while (IsDigit(At(p_))) digits += src_[p_++];
     }
-    (void)decimal;
+    // A numeral in another base, "1011_2" or "1011_{2}" (MATH's number-theory answers): its
+    // value in decimal, when every digit is below the base and it fits in 64 bits.
+    if (!decimal && At(p_) == '_') {
+      size_t q = p_ + 1;
+      const bool braced = At(q) == '{';
+      if (braced) ++q;
+      uint64_t base = 0;
+      while (IsDigit(At(q)) && base <= 36) base = base * 10 + static_cast<uint64_t>(At(q++) - '0');
+      if (braced && At(q) == '}') ++q;
+      if (base >= 2 && base <= 36 && (!braced || src_[q - 1] == '}')) {
+        uint64_t value = 0;
+        bool ok = digits.size() <= 64;
+        for (char c : digits) {
+          const uint64_t d = static_cast<uint64_t>(c - '0');
+          if (d >= base || value > (UINT64_MAX - d) / base) ok = false;
+          if (ok) value = value * base + d;
+        }
+        if (ok) {
+          p_ = q;
+          absl::Status st = Emit(TokenKind::kNumber, 0, src_.substr(start, p_ - start));
+          if (st.ok()) out_.back().digits = std::to_string(value);
+          return st;
+        }
+      }
+    }
     // Scientific notation: 3.1e8, 2E-3 (but "2e" and "2ex" are 2·e and 2·e·x).
     if ((At(p_) == 'e' || At(p_) == 'E') &&
         (IsDigit(At(p_ + 1)) ||
@@ -585,8 +619,15 @@ class Lexer {
       case '}':
         if (paren_depth_ > 0) --paren_depth_;
         return Emit(TokenKind::kOp, 'T', "\\}");
-      case '\\':
+      case '\\': {
+        // A row break may carry extra spacing: "\\\\[4pt]", "\\\\[2mm]".
+        if (At(p_) == '[') {
+          size_t q = p_ + 1;
+          while (q < src_.size() && q - p_ < 16 && src_[q] != ']' && src_[q] != '[') ++q;
+          if (At(q) == ']') p_ = q + 1;
+        }
         return Emit(TokenKind::kOp, 'N', "\\\\");
+      }
       case '|':
         return Emit(TokenKind::kOp, '|', "|");
       case '_':

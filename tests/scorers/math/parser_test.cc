@@ -358,7 +358,7 @@ TEST(Parser, NormalisationUnitsPercentCurrency) {
       {"10 cm^2", "(unit cm^2 10)"},
       {"10\\text{ cm}^{2}", "(unit cm^2 10)"},
       {"20 square feet", "(unit ft^2 20)"},
-      {"60 mph", "(unit mph 60)"},
+      {"60 mph", "(unit mi/h 60)"},
       {"60 km/h", "(unit km/h 60)"},
       {"9.8 \\text{m/s}^2", "(unit m/s^2 49/5)"},
       {"3 meters per second", "(unit m/s 3)"},
