@@ -407,7 +407,7 @@ class Lexer {
         }
         return Emit(TokenKind::kOp, '!', "!");
       case '^':
-        if (SkipDegreeSuperscript()) return absl::OkStatus();
+        if (SkipDegreeSuperscript()) return EmitDegree();
         return Emit(TokenKind::kOp, '^', "^");
       case '+':
       case '-':
@@ -549,13 +549,20 @@ class Lexer {
     }
     for (std::string_view d : kDroppedWords) {
       if (EqualsLower(word, d)) {
-        if (d.starts_with("deg")) SkipDegreeScale();
+        if (d.starts_with("deg")) return EmitDegree();
         space_ = true;
         return absl::OkStatus();
       }
     }
     if (EqualsLower(word, "percent")) return Emit(TokenKind::kOp, '%', "%");
     return Emit(TokenKind::kWord, 0, word);
+  }
+
+  // A degree sign: the marker token 'D', which the parser turns into ·π/180 inside a
+  // trigonometric argument and drops elsewhere (SPEC §2: "^\circ ignored").
+  absl::Status EmitDegree() {
+    SkipDegreeScale();
+    return Emit(TokenKind::kOp, 'D', "\xC2\xB0");
   }
 
   // After a degree sign: "°C", "^\circ F" — the scale letter goes with it.
@@ -659,10 +666,7 @@ class Lexer {
       space_ = true;
       return absl::OkStatus();
     }
-    if (Contains(kDegreeCommands, name)) {
-      SkipDegreeScale();
-      return absl::OkStatus();
-    }
+    if (Contains(kDegreeCommands, name)) return EmitDegree();
     bool text = Contains(kTextCommands, name);
     if (text || Contains(kTransparentCommands, name)) {
       size_t save = p_;
@@ -719,8 +723,7 @@ class Lexer {
           space_ = true;
           return absl::OkStatus();
         case 'd':
-          SkipDegreeScale();
-          return absl::OkStatus();
+          return EmitDegree();
         case '^': {
           absl::Status s = Emit(TokenKind::kOp, '^', "^");
           if (!s.ok()) return s;

@@ -450,6 +450,17 @@ class Parser {
         RLSCORE_ASSIGN_OR_RETURN(left, Make(Kind::kPercent, {left}));
         continue;
       }
+      if (IsOp(t, 'D')) {  // a degree sign
+        Next();
+        if (angle_depth_ > 0) {
+          // Inside sin/cos/...: degrees are an angle unit, 30° = 30·π/180.
+          RLSCORE_ASSIGN_OR_RETURN(uint32_t pi, MakeConstant(Constant::kPi));
+          RLSCORE_ASSIGN_OR_RETURN(uint32_t deg, MakeNumber(BigRational(180)));
+          RLSCORE_ASSIGN_OR_RETURN(uint32_t scale, Make(Kind::kDiv, {pi, deg}));
+          RLSCORE_ASSIGN_OR_RETURN(left, Make(Kind::kMul, {left, scale}));
+        }
+        continue;
+      }
       break;
     }
     return left;
@@ -913,6 +924,15 @@ class Parser {
       RLSCORE_ASSIGN_OR_RETURN(base, MakeNumber(BigRational(10)));
     }
     std::vector<uint32_t> args;
+    // The argument of a trigonometric function is an angle: a degree sign in it counts.
+    struct AngleScope {
+      int* depth;
+      bool active;
+      ~AngleScope() {
+        if (active) --*depth;
+      }
+    } angle_scope{&angle_depth_, IsTrigName(fname)};
+    if (angle_scope.active) ++angle_depth_;
     if (IsOp(Peek(), '(')) {  // "f(x)", "gcd(a, b)"
       Next();
       int saved_abs = abs_depth_;
@@ -1089,7 +1109,8 @@ class Parser {
   uint32_t max_depth_;
   Budget& budget_;
   uint32_t depth_ = 0;
-  int abs_depth_ = 0;  // inside |...|, a '|' closes rather than opens
+  int abs_depth_ = 0;    // inside |...|, a '|' closes rather than opens
+  int angle_depth_ = 0;  // inside the argument of sin, cos, tan, sec, csc, cot
   Expr expr_;
   std::vector<uint32_t> heights_;  // of each node of expr_
 };

@@ -359,6 +359,8 @@ TEST(Parser, NormalisationUnitsPercentCurrency) {
       {"10\\text{ cm}^{2}", "(unit cm^2 10)"},
       {"20 square feet", "(unit ft^2 20)"},
       {"60 mph", "(unit mi/h 60)"},
+      {"\\sin 30^\\circ", "(sin (* 30 (/ pi 180)))"},
+      {"\\cos(120\xC2\xB0)", "(cos (* 120 (/ pi 180)))"},
       {"60 km/h", "(unit km/h 60)"},
       {"9.8 \\text{m/s}^2", "(unit m/s^2 49/5)"},
       {"3 meters per second", "(unit m/s 3)"},
