@@ -15,7 +15,7 @@ namespace {
 // Numeric identity testing: points, and the relative tolerance two values must meet at each.
 constexpr int kTrials = 6;
 constexpr int kMinAgreeingPoints = 3;
-constexpr long double kRelativeTolerance = 1e-9L;
+constexpr long double kRelativeTolerance = 1e-12L;
 
 bool IsScalar(Kind k) {
   switch (k) {
@@ -152,8 +152,13 @@ class Comparer {
   }
 
   static bool IsEmptySet(const Expr& e, uint32_t x) {
-    return e.node(x).kind == Kind::kEmptySet ||
-           (e.node(x).kind == Kind::kSet && e.node(x).num_children == 0);
+    const Kind k = e.node(x).kind;
+    if (k == Kind::kText) {
+      const std::string_view t = e.text(x);
+      return t == "no solution" || t == "no solutions" || t == "no real solutions" ||
+             t == "no real solution" || t == "none" || t == "empty set" || t == "the empty set";
+    }
+    return k == Kind::kEmptySet || (k == Kind::kSet && e.node(x).num_children == 0);
   }
 
   // The value side of "x = v" or "v = x" (a lone symbol on the other side), or the last side of
@@ -163,7 +168,10 @@ class Comparer {
     const std::string_view ops = e.text(x);
     const auto kids = e.kids(x);
     // "\frac{5}{12} \approx 0.4167": the exact value comes first, the approximation after.
-    if (ops.find_first_not_of('~') == std::string_view::npos) return kids.front();
+    if (ops.find_first_not_of('~') == std::string_view::npos) {
+      // ... but "x \approx 5.2" names the variable first.
+      return e.node(kids.front()).kind == Kind::kSymbol ? kids.back() : kids.front();
+    }
     if (ops.find_first_not_of('=') != std::string_view::npos) return std::nullopt;
     if (kids.size() == 2) {
       if (e.node(kids[0]).kind == Kind::kSymbol) return kids[1];
@@ -374,6 +382,9 @@ class Comparer {
         if (va.has_value() != vb.has_value()) return false;  // defined on one side only
         continue;
       }
+      // Both 0 at this point: a true zero or an underflow (e^{-20000}, sqrt(2)*10^{-6000}) - no
+      // evidence either way, and never an absolute chop.
+      if (std::abs(*va) == 0 && std::abs(*vb) == 0) continue;
       if (!Close(*va, *vb)) return false;
       ++agreeing;
       if (point.names.empty()) break;  // a constant: one point says it all

@@ -27,10 +27,18 @@ string_view Clean(string_view s) {
   for (;;) {
     const size_t before = s.size();
     s = Trim(s);
-    while (!s.empty() && (s.front() == '$' || s.front() == '*')) s.remove_prefix(1);
+    while (!s.empty() && (s.front() == '$' || s.front() == '*' || s.front() == '`')) {
+      s.remove_prefix(1);
+    }
     while (!s.empty() && (s.back() == '$' || s.back() == '*' || s.back() == '.' ||
-                          s.back() == ',' || s.back() == ';')) {
-      s.remove_suffix(1);
+                          s.back() == ',' || s.back() == ';' || s.back() == '`')) {
+      // A trailing spacing macro ("\frac{1}{2}\,", "12\;") goes whole, backslash included.
+      const bool macro =
+          (s.back() == ',' || s.back() == ';') && s.size() >= 2 && s[s.size() - 2] == '\\';
+      s.remove_suffix(macro ? 2 : 1);
+    }
+    if (s.size() >= 2 && s[s.size() - 2] == '\\' && (s.back() == '!' || s.back() == ' ')) {
+      s.remove_suffix(2);
     }
     if (s.size() == before) return s;
   }
@@ -222,6 +230,11 @@ bool IsMathToken(string_view t) {
     if (IsDigit(c)) digit = true;
   }
   if (digit) return true;
+  // Infinity, union, radicals and pi, in Unicode or LaTeX, carry no digit but belong to it.
+  for (string_view symbol :
+       {"\xE2\x88\x9E", "\xE2\x88\xAA", "\xE2\x88\x9A", "\\infty", "\\cup", "\\sqrt"}) {
+    if (t.find(symbol) != string_view::npos) return true;
+  }
   return t == "/" || t == "+" || t == "-" || t == "=" || t == "*" || t == "\\times" ||
          t == "\\cdot" || t == "\xC3\x97" /* × */ || t == "\xE2\x88\x92" /* − */ || t == "\\pi" ||
          t == "\xCF\x80" /* π */;
@@ -260,6 +273,12 @@ std::optional<Span> LastExpressionOfFinalSentence(string_view s) {
     j = b;
   }
   if (!run) return std::nullopt;
+  // "12.5 percent": the word belongs to the number.
+  {
+    size_t k = run->end;
+    while (k < end && IsSpace(s[k])) ++k;
+    if (s.compare(k, 7, "percent") == 0) run->end = k + 7;
+  }
   // Drop prose punctuation at the edges: "(3, 4)." keeps its brackets; "is 42," does not keep ','.
   while (run->end > run->begin &&
          (s[run->end - 1] == ',' || s[run->end - 1] == ';' || s[run->end - 1] == ':')) {
@@ -314,7 +333,7 @@ string_view PhraseAnswer(string_view sentence) {
   }
   for (size_t k = 0; k + 1 < t.size(); ++k) {
     if (t[k] == ',' && IsSpace(t[k + 1]) && k + 2 < t.size() && !IsDigit(t[k + 2]) &&
-        t[k + 2] != '-') {
+        t[k + 2] != '-' && t.compare(k + 2, 4, "and ") != 0 && t.compare(k + 2, 3, "or ") != 0) {
       cut = std::min(cut, k);  // ", as computed above" ends the answer; ", 5" continues a list
       break;
     }

@@ -568,8 +568,33 @@ class Lexer {
   // After a degree sign: "°C", "^\circ F" — the scale letter goes with it.
   void SkipDegreeScale() {
     size_t q = p_;
-    while (At(q) == ' ') ++q;
-    if ((At(q) == 'C' || At(q) == 'F') && !IsAlpha(At(q + 1))) p_ = q + 1;
+    auto skip_spacing = [&] {
+      for (;;) {
+        if (At(q) == ' ' || At(q) == '~') {
+          ++q;
+        } else if (At(q) == '\\' && (At(q + 1) == ',' || At(q + 1) == ';' || At(q + 1) == ' ')) {
+          q += 2;
+        } else {
+          return;
+        }
+      }
+    };
+    skip_spacing();
+    if ((At(q) == 'C' || At(q) == 'F') && !IsAlpha(At(q + 1))) {
+      p_ = q + 1;
+    } else {
+      // "^\circ \text{C}", "^\circ\mathrm{F}": the scale letter in a text command.
+      for (std::string_view command : {"\\text{", "\\mathrm{", "\\textrm{"}) {
+        if (!StartsWith(q, command)) continue;
+        size_t r = q + command.size();
+        while (At(r) == ' ') ++r;
+        if (At(r) != 'C' && At(r) != 'F') break;
+        ++r;
+        while (At(r) == ' ') ++r;
+        if (At(r) == '}') p_ = r + 1;
+        break;
+      }
+    }
     space_ = true;
   }
 

@@ -369,7 +369,8 @@ class Parser {
       RLSCORE_ASSIGN_OR_RETURN(uint32_t item, ParseExpr(0));
       items.push_back(item);
       if (IsOp(Peek(), ',') || IsOp(Peek(), ';') || IsConnector(Peek())) {
-        Next();
+        // "3, 4, and 5": the Oxford comma's connector separates nothing more.
+        if (!IsConnector(Next()) && IsConnector(Peek())) Next();
         continue;
       }
       break;
