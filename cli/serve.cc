@@ -49,6 +49,10 @@ FlagSet MakeServeFlags(ServeFlags* f) {
              [&o](std::string_view v) { return ParseUint32(v, &o.limits.max_group_size); }});
   flags.Add({"max-completion-bytes", "N", "largest completion text (default 1048576)",
              [&o](std::string_view v) { return ParseUint64(v, &o.limits.max_completion_bytes); }});
+  flags.Add(
+      {"max-completions-per-request", "N",
+       "most completions in one ScoreGroups (or items in one Score) request (default 262144)",
+       [&o](std::string_view v) { return ParseUint32(v, &o.limits.max_completions_per_request); }});
   flags.Add({"drain-timeout-secs", "N",
              "on SIGTERM, how long in-flight calls may finish before they are cancelled "
              "(default 30)",

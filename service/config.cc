@@ -52,6 +52,9 @@ absl::Status Apply(const config::v1::ServerConfig& file, ServerOptions* options)
     options->limits.max_groups_per_request = limits.max_groups_per_request();
   }
   if (limits.has_max_group_size()) options->limits.max_group_size = limits.max_group_size();
+  if (limits.has_max_completions_per_request()) {
+    options->limits.max_completions_per_request = limits.max_completions_per_request();
+  }
   if (limits.has_max_completion_bytes()) {
     options->limits.max_completion_bytes = limits.max_completion_bytes();
   }
@@ -122,8 +125,15 @@ absl::Status ValidateServerOptions(const ServerOptions& options) {
   if (options.limits.max_completion_bytes == 0) {
     return absl::InvalidArgumentError("limits.max_completion_bytes must be at least 1");
   }
-  if (options.drain_timeout < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("drain_timeout_secs must not be negative");
+  if (options.drain_timeout < absl::ZeroDuration() || options.drain_timeout > absl::Hours(24)) {
+    return absl::InvalidArgumentError("drain_timeout_secs must be between 0 and 86400");
+  }
+  if (options.scoring_threads > 1024) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scoring_threads is ", options.scoring_threads, ": at most 1024"));
+  }
+  if (options.limits.max_completions_per_request == 0) {
+    return absl::InvalidArgumentError("limits.max_completions_per_request must be at least 1");
   }
   const double tau = options.advantage.zero_variance_threshold;
   if (!std::isfinite(tau) || tau < 0) {
@@ -143,6 +153,7 @@ std::string ToConfigText(const ServerOptions& options) {
   limits->set_max_groups_per_request(options.limits.max_groups_per_request);
   limits->set_max_group_size(options.limits.max_group_size);
   limits->set_max_completion_bytes(options.limits.max_completion_bytes);
+  limits->set_max_completions_per_request(options.limits.max_completions_per_request);
   AdvantageOptionsToProto(options.advantage, file.mutable_advantage());
   for (const auto& [name, profile] : options.profiles.all()) {
     ProfileToProto(profile, file.add_profiles());

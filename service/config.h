@@ -26,6 +26,9 @@ struct Limits {
   uint32_t max_groups_per_request = 1u << 24;
   uint32_t max_group_size = 1u << 16;
   uint64_t max_completion_bytes = 1ull << 20;
+  // Completions in one ScoreGroups request (all groups) or items in one Score request: bounds the
+  // memory and the response of a call (about 1 KB of result per completion).
+  uint32_t max_completions_per_request = 1u << 18;
 };
 
 struct ServerOptions {

@@ -15,6 +15,11 @@
 namespace rlscore::service {
 namespace {
 
+// Distinct k values a Score request may ask pass@k for.
+constexpr int kMaxPassAtK = 64;
+// Longest run_id: telemetry keeps it per run.
+constexpr size_t kMaxRunIdBytes = 256;
+
 // RESOURCE_EXHAUSTED when a completion's text is over the limit.
 absl::Status CheckCompletion(const v1::Completion& c, const Limits& limits,
                              std::string_view where) {
@@ -87,7 +92,9 @@ BatchTelemetry Telemetry(int64_t step,
       t.max_length_tokens = std::max(t.max_length_tokens, s.num_tokens);
       t.truncated += s.truncated;
       t.repetition_fired += s.repetition_finding.detector != scorers::RepetitionDetector::kNone;
-      t.format_without_accuracy += s.format_gated;
+      // Well-formed but wrong, whether the gate withheld the format reward or an ungated profile
+      // paid it: the incident's Mechanism 2 either way.
+      t.format_without_accuracy += s.format_gated || s.format_paid_ungated;
     }
   }
   t.mean_length_tokens = t.completions == 0 ? 0.0 : length_sum / static_cast<double>(t.completions);
@@ -111,6 +118,17 @@ absl::Status RunScoreGroups(const ScoringContext& context, const v1::ScoreGroups
     return absl::ResourceExhaustedError(absl::StrCat(
         "groups: ", request.groups_size(),
         " groups exceed the limit max_groups_per_request = ", limits.max_groups_per_request));
+  }
+  if (request.run_id().size() > kMaxRunIdBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run_id: ", request.run_id().size(), " bytes; at most ", kMaxRunIdBytes));
+  }
+  uint64_t completions = 0;
+  for (const v1::Group& group : request.groups()) completions += group.completions_size();
+  if (completions > limits.max_completions_per_request) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("groups: ", completions, " completions exceed the limit ",
+                     "max_completions_per_request = ", limits.max_completions_per_request));
   }
   RLSCORE_ASSIGN_OR_RETURN(const ServiceProfile* profile,
                            context.profiles->Find(request.profile()));
@@ -203,10 +221,10 @@ absl::Status RunScoreGroups(const ScoringContext& context, const v1::ScoreGroups
 absl::Status RunScore(const ScoringContext& context, const v1::ScoreRequest& request,
                       v1::ScoreResponse* response) {
   const Limits& limits = *context.limits;
-  if (static_cast<uint64_t>(request.items_size()) > limits.max_groups_per_request) {
+  if (static_cast<uint64_t>(request.items_size()) > limits.max_completions_per_request) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "items: ", request.items_size(),
-        " items exceed the limit max_groups_per_request = ", limits.max_groups_per_request));
+        "items: ", request.items_size(), " items exceed the limit max_completions_per_request = ",
+        limits.max_completions_per_request));
   }
   RLSCORE_ASSIGN_OR_RETURN(const ServiceProfile* profile,
                            context.profiles->Find(request.profile()));
@@ -220,6 +238,10 @@ absl::Status RunScore(const ScoringContext& context, const v1::ScoreRequest& req
     if (!task.ok())
       return absl::InvalidArgumentError(absl::StrCat(where, ".", task.status().message()));
     tasks[i] = *task;
+  }
+  if (request.pass_at_k_size() > kMaxPassAtK) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pass_at_k: ", request.pass_at_k_size(), " values; at most ", kMaxPassAtK));
   }
   for (uint32_t k : request.pass_at_k()) {
     if (k == 0) return absl::InvalidArgumentError("pass_at_k: k must be at least 1");
@@ -285,8 +307,11 @@ absl::Status RunScore(const ScoringContext& context, const v1::ScoreRequest& req
   pct->set_max(lengths.empty() ? 0.0 : lengths.back());
   for (uint64_t count : verdicts) agg->add_verdicts(count);
   std::vector<uint32_t> ks = {1};
-  if (request.pass_at_k_size() > 0)
+  if (request.pass_at_k_size() > 0) {
     ks.assign(request.pass_at_k().begin(), request.pass_at_k().end());
+    std::sort(ks.begin(), ks.end());
+    ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
+  }
   for (uint32_t k : ks) {
     double sum = 0.0;
     uint64_t counted = 0;

@@ -81,7 +81,13 @@ void FillCompletionResult(const scorers::CompletionScore& s, v1::CompletionResul
   a->set_think_close_tags(s.think_close_tags);
   if (s.repetition_finding.detector != scorers::RepetitionDetector::kNone) {
     v1::RepetitionReport* r = out->mutable_repetition();
-    r->set_detector(v1::REPETITION_DETECTOR_NGRAM);
+    switch (s.repetition_finding.detector) {
+      case scorers::RepetitionDetector::kNgram:
+        r->set_detector(v1::REPETITION_DETECTOR_NGRAM);
+        break;
+      case scorers::RepetitionDetector::kNone:
+        break;
+    }
     r->set_char_offset(s.repetition_finding.char_offset);
     r->set_token_offset(s.repetition_finding.token_offset);
     r->set_first_char_offset(s.repetition_finding.first_char_offset);

@@ -59,7 +59,7 @@ class UnimplementedStream final
 ScoringService::ScoringService(const ServerOptions& options, advantage::Backend* backend,
                                Metrics* metrics, const Clock* clock,
                                const scorers::AccuracyScorer* accuracy, WorkerPool* pool,
-                               RunTelemetry* telemetry)
+                               RunTelemetry* telemetry, WorkerPool* calls)
     : options_(options),
       backend_(backend),
       metrics_(metrics),
@@ -71,7 +71,8 @@ ScoringService::ScoringService(const ServerOptions& options, advantage::Backend*
                .pool = pool,
                .metrics = metrics,
                .telemetry = telemetry,
-               .keep_going = nullptr} {}
+               .keep_going = nullptr},
+      calls_(calls) {}
 
 ScoringContext ScoringService::WithCall(grpc::CallbackServerContext* context) const {
   ScoringContext scoring = scoring_;
@@ -80,6 +81,20 @@ ScoringContext ScoringService::WithCall(grpc::CallbackServerContext* context) co
     return CheckCallAlive(*context, *clock, "while completions were scored");
   };
   return scoring;
+}
+
+grpc::ServerUnaryReactor* ScoringService::Offload(grpc::CallbackServerContext* context,
+                                                  Method method,
+                                                  std::function<absl::Status()> work) {
+  const absl::Time start = absl::Now();
+  metrics_->CallStarted(method);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  calls_->Submit([this, method, start, reactor, work = std::move(work)] {
+    const absl::Status status = work();
+    metrics_->CallFinished(method, status.code(), absl::Now() - start);
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
 }
 
 grpc::ServerUnaryReactor* ScoringService::Finish(grpc::CallbackServerContext* context,
@@ -94,25 +109,25 @@ grpc::ServerUnaryReactor* ScoringService::Finish(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* ScoringService::ScoreGroups(grpc::CallbackServerContext* context,
                                                       const v1::ScoreGroupsRequest* request,
                                                       v1::ScoreGroupsResponse* response) {
-  const absl::Time start = absl::Now();
-  metrics_->CallStarted(Method::kScoreGroups);
-  absl::Status status = CheckCallAlive(*context, *clock_, "before ScoreGroups started");
-  if (status.ok()) status = RunScoreGroups(WithCall(context), *request, response);
-  if (status.ok()) status = CheckCallAlive(*context, *clock_, "while completions were scored");
-  if (!status.ok()) response->Clear();
-  return Finish(context, Method::kScoreGroups, start, status);
+  return Offload(context, Method::kScoreGroups, [this, context, request, response] {
+    absl::Status status = CheckCallAlive(*context, *clock_, "before ScoreGroups started");
+    if (status.ok()) status = RunScoreGroups(WithCall(context), *request, response);
+    if (status.ok()) status = CheckCallAlive(*context, *clock_, "while completions were scored");
+    if (!status.ok()) response->Clear();
+    return status;
+  });
 }
 
 grpc::ServerUnaryReactor* ScoringService::Score(grpc::CallbackServerContext* context,
                                                 const v1::ScoreRequest* request,
                                                 v1::ScoreResponse* response) {
-  const absl::Time start = absl::Now();
-  metrics_->CallStarted(Method::kScore);
-  absl::Status status = CheckCallAlive(*context, *clock_, "before Score started");
-  if (status.ok()) status = RunScore(WithCall(context), *request, response);
-  if (status.ok()) status = CheckCallAlive(*context, *clock_, "while completions were scored");
-  if (!status.ok()) response->Clear();
-  return Finish(context, Method::kScore, start, status);
+  return Offload(context, Method::kScore, [this, context, request, response] {
+    absl::Status status = CheckCallAlive(*context, *clock_, "before Score started");
+    if (status.ok()) status = RunScore(WithCall(context), *request, response);
+    if (status.ok()) status = CheckCallAlive(*context, *clock_, "while completions were scored");
+    if (!status.ok()) response->Clear();
+    return status;
+  });
 }
 
 grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse>*
@@ -131,11 +146,11 @@ grpc::ServerUnaryReactor* ScoringService::GetRunHealth(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* ScoringService::ComputeAdvantages(
     grpc::CallbackServerContext* context, const v1::ComputeAdvantagesRequest* request,
     v1::ComputeAdvantagesResponse* response) {
-  const absl::Time start = absl::Now();
-  metrics_->CallStarted(Method::kComputeAdvantages);
-  absl::Status status = DoComputeAdvantages(*context, *request, response);
-  if (!status.ok()) response->Clear();
-  return Finish(context, Method::kComputeAdvantages, start, status);
+  return Offload(context, Method::kComputeAdvantages, [this, context, request, response] {
+    absl::Status status = DoComputeAdvantages(*context, *request, response);
+    if (!status.ok()) response->Clear();
+    return status;
+  });
 }
 
 absl::Status ScoringService::DoComputeAdvantages(const grpc::CallbackServerContext& context,

@@ -7,6 +7,7 @@
 // This header and server.cc are the only places that see gRPC's generated service code.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "absl/status/status.h"
@@ -26,7 +27,7 @@ class ScoringService final : public v1::ScoringService::CallbackService {
  public:
   ScoringService(const ServerOptions& options, advantage::Backend* backend, Metrics* metrics,
                  const Clock* clock, const scorers::AccuracyScorer* accuracy, WorkerPool* pool,
-                 RunTelemetry* telemetry);
+                 RunTelemetry* telemetry, WorkerPool* calls);
 
   grpc::ServerUnaryReactor* ScoreGroups(grpc::CallbackServerContext* context,
                                         const v1::ScoreGroupsRequest* request,
@@ -50,6 +51,11 @@ class ScoringService final : public v1::ScoringService::CallbackService {
   // The scoring context for one call: it stops when the call's deadline passes or the client
   // cancels.
   ScoringContext WithCall(grpc::CallbackServerContext* context) const;
+  // Hands a unary call to the call pool and returns its reactor at once: gRPC's callback threads
+  // only pass calls along, so a long batch never starves health checks or other calls. `work`
+  // runs on a pool thread; its status answers the call.
+  grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* context, Method method,
+                                    std::function<absl::Status()> work);
   // Answers a unary call with `status` and records it.
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context, Method method,
                                    absl::Time start, const absl::Status& status);
@@ -59,6 +65,7 @@ class ScoringService final : public v1::ScoringService::CallbackService {
   Metrics* const metrics_;
   const Clock* const clock_;
   const ScoringContext scoring_;
+  WorkerPool* const calls_;
 };
 
 }  // namespace rlscore::service

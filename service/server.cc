@@ -49,11 +49,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   server->metrics_->SetBackend(server->backend_->Name());
   server->accuracy_ = scorers::math::NewMathAccuracyScorer();
   server->pool_ = std::make_unique<WorkerPool>(options.scoring_threads);
+  server->calls_ = std::make_unique<WorkerPool>(options.scoring_threads);
   server->telemetry_ = std::make_unique<RunTelemetry>(kTrackedRuns, kTelemetryWindow);
   server->service_ = std::make_unique<ScoringService>(
       options, server->backend_.get(), server->metrics_.get(),
       dependencies.clock != nullptr ? dependencies.clock : &RealClock(), server->accuracy_.get(),
-      server->pool_.get(), server->telemetry_.get());
+      server->pool_.get(), server->telemetry_.get(), server->calls_.get());
 
   // Metrics first: a port clash there should not leave a half-started gRPC server behind.
   if (!options.metrics_address.empty()) {

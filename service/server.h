@@ -79,7 +79,8 @@ class Server {
   std::shared_ptr<advantage::Backend> backend_;
   std::unique_ptr<Metrics> metrics_;
   std::unique_ptr<scorers::AccuracyScorer> accuracy_;
-  std::unique_ptr<WorkerPool> pool_;
+  std::unique_ptr<WorkerPool> pool_;   // scores the groups of a call in parallel
+  std::unique_ptr<WorkerPool> calls_;  // runs the calls themselves, off gRPC's threads
   std::unique_ptr<RunTelemetry> telemetry_;
   std::unique_ptr<ScoringService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

@@ -34,6 +34,14 @@ void WorkerPool::Run() {
   }
 }
 
+void WorkerPool::Submit(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+}
+
 void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
   if (n == 0) return;
   // Shared by the helpers this call enqueues; they may start after the call has finished its

@@ -28,6 +28,9 @@ class WorkerPool {
 
   unsigned size() const { return static_cast<unsigned>(workers_.size()); }
 
+  // Queues `task` to run on a pool thread and returns at once.
+  void Submit(std::function<void()> task);
+
   // Runs fn(0) … fn(n - 1) on the pool and the calling thread; returns when all have returned.
   void ParallelFor(size_t n, const std::function<void(size_t)>& fn);
 

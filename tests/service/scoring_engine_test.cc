@@ -159,6 +159,7 @@ TEST(ScoreGroups, AnUngatedProfileIsExplicitAndCounted) {
   ASSERT_TRUE(engine.profiles.Add(lenient, advantage::Options{}).ok());
   v1::ScoreGroupsRequest request;
   request.set_profile("lenient");
+  request.set_run_id("lenient-run");
   v1::Group* group = request.add_groups();
   group->add_references("42");
   AddCompletion(group, "<think>x</think> \\boxed{41}", 10);
@@ -173,6 +174,26 @@ TEST(ScoreGroups, AnUngatedProfileIsExplicitAndCounted) {
     if (family.name == "rlscore_format_ungated_total") ungated = family.metric[0].counter.value;
   }
   EXPECT_EQ(ungated, 1.0);
+  // Telemetry counts the format paid without accuracy: the incident's pattern, ungated.
+  const std::vector<BatchTelemetry> window = engine.telemetry.Window("lenient-run");
+  ASSERT_EQ(window.size(), 1u);
+  EXPECT_EQ(window[0].format_without_accuracy, 1u);
+}
+
+TEST(Score, PassAtKValuesAreBoundedAndDeduplicated) {
+  Engine engine;
+  v1::ScoreRequest request;
+  v1::ScoreItem* item = request.add_items();
+  item->add_references("1");
+  item->mutable_completion()->set_text("<think>x</think> \\boxed{1}");
+  for (int i = 0; i < 3; ++i) request.add_pass_at_k(1);
+  v1::ScoreResponse response;
+  ASSERT_TRUE(RunScore(engine.context(), request, &response).ok());
+  EXPECT_EQ(response.aggregate().pass_at_k_size(), 1);
+  for (int i = 0; i < 100; ++i) request.add_pass_at_k(2);
+  const absl::Status status = RunScore(engine.context(), request, &response);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("at most 64"));
 }
 
 TEST(ScoreGroups, ResultsDoNotDependOnTheThreadCount) {
@@ -246,6 +267,14 @@ TEST(ScoreGroups, RequestErrorsNameWhatIsWrong) {
       {"unknown task",
        [](v1::ScoreGroupsRequest* r) { r->mutable_groups(0)->set_task(static_cast<v1::Task>(77)); },
        absl::StatusCode::kInvalidArgument, "groups[0].task: unknown value 77"},
+      {"too many completions",
+       [](v1::ScoreGroupsRequest* r) {
+         for (int i = 0; i < 4; ++i) r->mutable_groups(0)->add_completions()->set_text("x");
+       },
+       absl::StatusCode::kResourceExhausted,
+       "5 completions exceed the limit max_completions_per_request = 4"},
+      {"run_id too long", [](v1::ScoreGroupsRequest* r) { r->set_run_id(std::string(300, 'r')); },
+       absl::StatusCode::kInvalidArgument, "run_id: 300 bytes; at most 256"},
       {"bad advantage options",
        [](v1::ScoreGroupsRequest* r) { r->mutable_advantage()->set_zero_variance_threshold(-1); },
        absl::StatusCode::kInvalidArgument, "advantage.zero_variance_threshold"},
@@ -253,6 +282,7 @@ TEST(ScoreGroups, RequestErrorsNameWhatIsWrong) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     Engine engine;
+    engine.limits.max_completions_per_request = 4;
     v1::ScoreGroupsRequest request;
     v1::Group* group = request.add_groups();
     group->add_references("1");

@@ -502,6 +502,37 @@ TEST(ServerShutdown, DrainsInFlightCallsAndRefusesNewOnes) {
   EXPECT_EQ(in_flight_response.backend(), "gated-cpu");
 }
 
+TEST(ServerConcurrency, ALongCallDoesNotStarveHealthOrOtherCalls) {
+  auto backend = std::make_shared<GatedBackend>();
+  ServerOptions options = TestOptions();
+  options.scoring_threads = 2;
+  std::unique_ptr<Server> server = StartOrDie(options, {.backend = backend});
+  ASSERT_NE(server, nullptr);
+  auto channel = ChannelTo(*server);
+  auto stub = v1::ScoringService::NewStub(channel);
+  grpc::Status held_status;
+  std::thread held([&] {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ComputeAdvantagesResponse response;
+    held_status = stub->ComputeAdvantages(&context, IncidentRequest(), &response);
+  });
+  backend->WaitUntilEntered(1);
+  // The held call occupies a call thread, not gRPC's: health and scoring still answer.
+  EXPECT_EQ(testing::HealthStatus(channel, ""), 1);
+  v1::ScoreRequest score;
+  v1::ScoreItem* item = score.add_items();
+  item->add_references("1");
+  item->mutable_completion()->set_text("<think>x</think> \\boxed{1}");
+  grpc::ClientContext context;
+  SetDeadline(&context, 10);
+  v1::ScoreResponse response;
+  EXPECT_TRUE(stub->Score(&context, score, &response).ok());
+  backend->Release();
+  held.join();
+  EXPECT_TRUE(held_status.ok());
+}
+
 TEST(ServerShutdown, GraceExpiryCancelsWhatIsLeft) {
   auto backend = std::make_shared<GatedBackend>();
   std::unique_ptr<Server> server = StartOrDie(TestOptions(), {.backend = backend});
