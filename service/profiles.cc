@@ -106,7 +106,8 @@ void Seal(ServiceProfile* profile) {
   google::protobuf::TextFormat::Printer printer;
   printer.SetSingleLineMode(true);
   printer.PrintToString(proto, &profile->canonical_text);
-  profile->hash = Fnv1a64Hex(profile->canonical_text);
+  // The scorers' version goes into the hash too: a release that changes a verdict changes it.
+  profile->hash = Fnv1a64Hex(absl::StrCat(profile->canonical_text, "|rlscore ", RLSCORE_VERSION));
 }
 
 }  // namespace

@@ -25,8 +25,8 @@ namespace rlscore::service {
 struct ServiceProfile {
   scorers::Profile reward;
   advantage::Options advantage;
-  // Hex FNV-1a 64 of the canonical text form of the complete profile (every field set): equal
-  // hashes mean equal rewards, across runs and machines.
+  // Hex FNV-1a 64 of the canonical text form of the complete profile (every field set) and the
+  // rlscore version: equal hashes mean equal rewards, across runs and machines.
   std::string hash;
   std::string canonical_text;
 };
