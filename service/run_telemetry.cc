@@ -19,6 +19,11 @@ void RunTelemetry::Record(std::string_view run_id, const BatchTelemetry& batch) 
     recency_.splice(recency_.begin(), recency_, it->second.recency);
   }
   std::deque<BatchTelemetry>& batches = it->second.batches;
+  // A trainer that retries a step sends it again: the step is counted once, as last sent.
+  if (!batches.empty() && batches.back().step == batch.step) {
+    batches.back() = batch;
+    return;
+  }
   if (batches.size() == window_) batches.pop_front();
   batches.push_back(batch);
 }

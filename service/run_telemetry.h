@@ -46,7 +46,8 @@ class RunTelemetry {
   RunTelemetry(size_t max_runs, size_t window);
 
   // Appends `batch` to the run's window (dropping its oldest batch when full) and marks the run
-  // most recently used, evicting the least recently used run when there are too many.
+  // most recently used, evicting the least recently used run when there are too many. A batch with
+  // the same step as the last one (a retried call) replaces it.
   void Record(std::string_view run_id, const BatchTelemetry& batch);
 
   // The run's batches, oldest first; empty for an unknown (or evicted) run.

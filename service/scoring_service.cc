@@ -35,6 +35,16 @@ absl::Status CheckCallAlive(const grpc::CallbackServerContext& context, const Cl
   return absl::OkStatus();
 }
 
+// RESOURCE_EXHAUSTED naming the limit when the answer is larger than gRPC may send (gRPC would
+// refuse it with a message naming no rlscore limit, after the call was counted OK).
+absl::Status CheckResponseSize(const google::protobuf::Message& response, const Limits& limits) {
+  const size_t bytes = response.ByteSizeLong();
+  if (bytes <= limits.max_message_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the response would be ", bytes, " bytes, over the limit max_message_bytes = ",
+                   limits.max_message_bytes, ": send fewer completions per request"));
+}
+
 // A bidirectional stream that answers UNIMPLEMENTED at once.
 class UnimplementedStream final
     : public grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse> {
@@ -89,12 +99,23 @@ grpc::ServerUnaryReactor* ScoringService::Offload(grpc::CallbackServerContext* c
   const absl::Time start = absl::Now();
   metrics_->CallStarted(method);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  {
+    std::lock_guard<std::mutex> lock(calls_mu_);
+    ++calls_in_flight_;
+  }
   calls_->Submit([this, method, start, reactor, work = std::move(work)] {
     const absl::Status status = work();
     metrics_->CallFinished(method, status.code(), absl::Now() - start);
     reactor->Finish(ToGrpcStatus(status));
+    std::lock_guard<std::mutex> lock(calls_mu_);
+    if (--calls_in_flight_ == 0) calls_done_.notify_all();
   });
   return reactor;
+}
+
+void ScoringService::WaitForCalls() {
+  std::unique_lock<std::mutex> lock(calls_mu_);
+  calls_done_.wait(lock, [this] { return calls_in_flight_ == 0; });
 }
 
 grpc::ServerUnaryReactor* ScoringService::Finish(grpc::CallbackServerContext* context,
@@ -113,6 +134,7 @@ grpc::ServerUnaryReactor* ScoringService::ScoreGroups(grpc::CallbackServerContex
     absl::Status status = CheckCallAlive(*context, *clock_, "before ScoreGroups started");
     if (status.ok()) status = RunScoreGroups(WithCall(context), *request, response);
     if (status.ok()) status = CheckCallAlive(*context, *clock_, "while completions were scored");
+    if (status.ok()) status = CheckResponseSize(*response, options_.limits);
     if (!status.ok()) response->Clear();
     return status;
   });
@@ -125,6 +147,7 @@ grpc::ServerUnaryReactor* ScoringService::Score(grpc::CallbackServerContext* con
     absl::Status status = CheckCallAlive(*context, *clock_, "before Score started");
     if (status.ok()) status = RunScore(WithCall(context), *request, response);
     if (status.ok()) status = CheckCallAlive(*context, *clock_, "while completions were scored");
+    if (status.ok()) status = CheckResponseSize(*response, options_.limits);
     if (!status.ok()) response->Clear();
     return status;
   });

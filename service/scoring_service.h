@@ -7,8 +7,10 @@
 // This header and server.cc are the only places that see gRPC's generated service code.
 #pragma once
 
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 
 #include "absl/status/status.h"
 #include "advantage/advantage.h"
@@ -44,6 +46,10 @@ class ScoringService final : public v1::ScoringService::CallbackService {
                                          const v1::GetRunHealthRequest* request,
                                          v1::GetRunHealthResponse* response) override;
 
+  // Blocks until every call handed to the call pool has been answered. gRPC's Shutdown() does not
+  // wait for them (their handlers have returned), so the server's drain must.
+  void WaitForCalls();
+
  private:
   absl::Status DoComputeAdvantages(const grpc::CallbackServerContext& context,
                                    const v1::ComputeAdvantagesRequest& request,
@@ -66,6 +72,9 @@ class ScoringService final : public v1::ScoringService::CallbackService {
   const Clock* const clock_;
   const ScoringContext scoring_;
   WorkerPool* const calls_;
+  std::mutex calls_mu_;
+  std::condition_variable calls_done_;
+  int calls_in_flight_ = 0;  // guarded by calls_mu_
 };
 
 }  // namespace rlscore::service

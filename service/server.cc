@@ -115,7 +115,13 @@ void Server::Shutdown(absl::Duration grace) {
     grpc_server_->GetHealthCheckService()->Shutdown();
     const auto deadline = std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace);
     grpc_server_->Shutdown(deadline);
+    // Calls run on our pool answer after their handlers returned; gRPC does not wait for them.
+    // They stop between groups once the grace deadline has cancelled them.
+    service_->WaitForCalls();
     grpc_server_->Wait();
+    // Join the call threads now, while everything their last instructions touch (the service, the
+    // gRPC server) is still alive.
+    calls_.reset();
     exposer_.reset();
   });
 }

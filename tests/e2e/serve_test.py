@@ -139,7 +139,11 @@ class ServeTest(unittest.TestCase):
             future.result()  # finished before we saw it in flight: try again
         self.assertIsNotNone(signalled, "never observed the call in flight")
         print("SIGTERM sent during attempt %d" % (attempt + 1), file=sys.stderr)
-        result = signalled.result()
+        try:
+            result = signalled.result()
+        except grpc.RpcError:
+            print("server log:\n" + self.server.log(), file=sys.stderr)
+            raise
         self.assertEqual(len(result.advantages), n)
         self.assertEqual(result.summary.groups, n // 16)
         self.assertEqual(self.server.proc.wait(60), 0)

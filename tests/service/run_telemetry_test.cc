@@ -29,6 +29,17 @@ TEST(RunTelemetry, KeepsABoundedWindowPerRunOldestFirst) {
   EXPECT_TRUE(telemetry.Window("unknown").empty());
 }
 
+TEST(RunTelemetry, ARetriedStepIsCountedOnce) {
+  RunTelemetry telemetry(4, 8);
+  telemetry.Record("a", AtStep(7));
+  BatchTelemetry retry = AtStep(7);
+  retry.groups = 16;
+  telemetry.Record("a", retry);
+  const std::vector<BatchTelemetry> window = telemetry.Window("a");
+  ASSERT_EQ(window.size(), 1u);
+  EXPECT_EQ(window[0].groups, 16u);
+}
+
 TEST(RunTelemetry, EvictsTheLeastRecentlyRecordedRun) {
   RunTelemetry telemetry(2, 8);
   telemetry.Record("a", AtStep(1));

@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <prometheus/registry.h>
 
+#include <atomic>
 #include <bit>
 #include <condition_variable>
 #include <cstdio>
@@ -390,6 +391,25 @@ TEST(ServerLimits, AnOversizedCompletionIsNamedAndTheServerKeepsServing) {
   EXPECT_EQ(response.results(0).verdict(), v1::VERDICT_CORRECT);
 }
 
+TEST(ServerLimits, AResponseOverTheMessageLimitIsRefusedNamingIt) {
+  ServerOptions options = TestOptions();
+  options.limits.max_message_bytes = 16 << 10;
+  std::unique_ptr<Server> server = StartOrDie(options);
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+  // 400 empty completions: a small request, a response of ~100 bytes each.
+  v1::ScoreGroupsRequest request;
+  v1::Group* group = request.add_groups();
+  group->add_references("1");
+  for (int i = 0; i < 400; ++i) group->add_completions();
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ScoreGroupsResponse response;
+  grpc::Status status = stub->ScoreGroups(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(), HasSubstr("over the limit max_message_bytes = 16384"));
+}
+
 TEST(ServerListen, ServesOnAUnixSocket) {
   ServerOptions options = TestOptions();
   const std::string path =
@@ -474,7 +494,13 @@ TEST(ServerShutdown, DrainsInFlightCallsAndRefusesNewOnes) {
   });
   backend->WaitUntilEntered(1);
 
-  std::thread stopper([&] { server->Shutdown(absl::Seconds(60)); });
+  // Shutdown must not return while the call it drains is still held.
+  std::atomic<bool> released{false};
+  std::atomic<bool> returned_after_release{false};
+  std::thread stopper([&] {
+    server->Shutdown(absl::Seconds(60));
+    returned_after_release = released.load();
+  });
   // New calls are refused once shutdown has begun; the in-flight one is still held.
   // A probe that reaches the server before shutdown begins is accepted and held by the gate until
   // its short deadline; once shutdown has begun, probes are refused: UNAVAILABLE once the
@@ -494,9 +520,11 @@ TEST(ServerShutdown, DrainsInFlightCallsAndRefusesNewOnes) {
               ::testing::AnyOf(grpc::StatusCode::UNAVAILABLE, grpc::StatusCode::CANCELLED))
       << refused.error_message();
 
+  released = true;
   backend->Release();
   caller.join();
   stopper.join();
+  EXPECT_TRUE(returned_after_release);
   ASSERT_TRUE(in_flight_status.ok()) << in_flight_status.error_message();
   EXPECT_EQ(in_flight_response.advantages_size(), 128);
   EXPECT_EQ(in_flight_response.backend(), "gated-cpu");
