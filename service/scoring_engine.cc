@@ -31,6 +31,21 @@ absl::Status CheckCompletion(const v1::Completion& c, const Limits& limits,
   return absl::OkStatus();
 }
 
+// INVALID_ARGUMENT naming the completion when TASK_EXTERNAL's accuracy is missing or outside
+// [0, 1]: checked before any work, so a bad value in the last group wastes nothing.
+absl::Status CheckExternalAccuracy(const v1::Completion& c, std::string_view where) {
+  if (!c.has_external_accuracy()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Sv(where), ".external_accuracy is required for TASK_EXTERNAL"));
+  }
+  const double a = c.external_accuracy();
+  if (!(a >= 0.0 && a <= 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Sv(where), ".external_accuracy is ", a, ": it must be in [0, 1]"));
+  }
+  return absl::OkStatus();
+}
+
 // The task of a group or item: its own, else the profile's.
 absl::StatusOr<scorers::Task> ResolveTask(int task, const ServiceProfile& profile) {
   if (task == v1::TASK_UNSPECIFIED) return profile.reward.task;
@@ -163,6 +178,12 @@ absl::Status RunScoreGroups(const ScoringContext& context, const v1::ScoreGroups
     if (!task.ok())
       return absl::InvalidArgumentError(absl::StrCat(where, ".", task.status().message()));
     tasks[g] = *task;
+    if (*task == scorers::Task::kExternal) {
+      for (int i = 0; i < group.completions_size(); ++i) {
+        RLSCORE_RETURN_IF_ERROR(CheckExternalAccuracy(
+            group.completions(i), absl::StrCat(where, ".completions[", i, "]")));
+      }
+    }
     group_sizes[g] = static_cast<uint32_t>(group.completions_size());
   }
 

@@ -263,7 +263,14 @@ TEST(ScoreGroups, RequestErrorsNameWhatIsWrong) {
       {"external without accuracy",
        [](v1::ScoreGroupsRequest* r) { r->mutable_groups(0)->set_task(v1::TASK_EXTERNAL); },
        absl::StatusCode::kInvalidArgument,
-       "groups[0]: completion 0: external_accuracy is required"},
+       "groups[0].completions[0].external_accuracy is required for TASK_EXTERNAL"},
+      {"external accuracy out of range",
+       [](v1::ScoreGroupsRequest* r) {
+         r->mutable_groups(0)->set_task(v1::TASK_EXTERNAL);
+         r->mutable_groups(0)->mutable_completions(0)->set_external_accuracy(1.5);
+       },
+       absl::StatusCode::kInvalidArgument,
+       "groups[0].completions[0].external_accuracy is 1.5: it must be in [0, 1]"},
       {"unknown task",
        [](v1::ScoreGroupsRequest* r) { r->mutable_groups(0)->set_task(static_cast<v1::Task>(77)); },
        absl::StatusCode::kInvalidArgument, "groups[0].task: unknown value 77"},
