@@ -96,6 +96,13 @@ class Comparer {
 
     if (IsEmptySet(a, x) || IsEmptySet(b, y)) return IsEmptySet(a, x) && IsEmptySet(b, y);
 
+    // The real line: "\\mathbb{R}", "all real numbers" and (-∞, ∞) are one answer.
+    // A lone symbol R is only the real line against another form of it; otherwise a variable.
+    if (const bool ra = IsRealLine(a, x), rb = IsRealLine(b, y); ra || rb) {
+      if (ra && rb) return true;
+      if ((ra && ka != Kind::kSymbol) || (rb && kb != Kind::kSymbol)) return false;
+    }
+
     // Infinities (interval ends) are equal when their signs are.
     if (const int ia = InfinitySign(a, x), ib = InfinitySign(b, y); ia != 0 || ib != 0) {
       return ia == ib;
@@ -130,6 +137,20 @@ class Comparer {
     if (kb == Kind::kText) return IsScalar(ka) && TextAsNumberEq(b, y, a, x);
     if (IsScalar(ka) && IsScalar(kb)) return ScalarEq(a, x, b, y);
     return false;
+  }
+
+  // ℝ written as \\mathbb{R} (a lone symbol R, which only counts against another form of the real
+  // line), in words, or as the interval (-∞, ∞).
+  static bool IsRealLine(const Expr& e, uint32_t x) {
+    const Node& n = e.node(x);
+    if (n.kind == Kind::kText) {
+      const std::string_view t = e.text(x);
+      return t == "all real numbers" || t == "all reals" || t == "the real numbers" ||
+             t == "real numbers" || t == "all real values";
+    }
+    if (n.kind == Kind::kSymbol) return e.text(x) == "R";
+    return n.kind == Kind::kInterval && n.flags == 0 && InfinitySign(e, e.kids(x)[0]) == -1 &&
+           InfinitySign(e, e.kids(x)[1]) == 1;
   }
 
   // +1 for ∞, −1 for −∞, 0 for anything else.
