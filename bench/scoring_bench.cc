@@ -116,6 +116,7 @@ void BM_ScoreGroupsInProcess(benchmark::State& state) {
                                         .pool = &pool,
                                         .metrics = nullptr,
                                         .telemetry = nullptr,
+                                        .clock = nullptr,
                                         .keep_going = nullptr};
   for (auto _ : state) {
     v1::ScoreGroupsResponse response;

@@ -80,7 +80,7 @@ uint32_t CountTags(const Anatomy& a, TagKind kind) {
 // Runs the n-gram rule over the completion's tokens (token ids when given, else the normalised
 // words of the reasoning span) and fills the finding and the penalty.
 void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t num_tokens,
-                     const RepetitionOptions& options, CompletionScore* score) {
+                     const RepetitionOptions& options, const Clock* clock, CompletionScore* score) {
   if (!options.enabled) return;
   std::vector<uint64_t> tokens;
   std::vector<Word> words;
@@ -118,19 +118,41 @@ void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t
                               " times; token offset estimated");
     }
   }
+  bool ast_fired = false;
+  if (!report.fired && options.ast.enabled) {
+    const ast::AstReport ast = ast::FindAstRepetition(anatomy.reasoning(in.text),
+                                                      anatomy.reasoning_begin, options.ast, clock);
+    score->ast_parsed = ast.parsed_markdown || ast.code_blocks_parsed > 0;
+    score->ast_skipped = ast.skipped;
+    score->ast_parse_seconds = ast.parse_seconds;
+    RepetitionFinding& f = score->repetition_finding;
+    if (ast.kind != ast::AstKind::kNone) {
+      ast_fired = true;
+      f.detector = ast.kind == ast::AstKind::kBlock ? RepetitionDetector::kAstBlock
+                                                    : RepetitionDetector::kAstCodeClone;
+      f.char_offset = ast.char_offset;
+      f.first_char_offset = ast.first_char_offset;
+      f.token_offset = EstimateTokenOffset(f.char_offset, in.text.size(), num_tokens);
+      f.occurrences = ast.occurrences;
+      f.detail = absl::StrCat(ast.detail, "; token offset estimated");
+    } else if (ast.skipped != ast::AstBudget::kNone) {
+      f.detail = ast.detail;  // "skipped: budget (...)": the n-gram rule still applied
+    }
+  }
   switch (options.mode) {
     case RepetitionMode::kThreshold:
-      score->repetition = report.fired ? options.penalty : 0.0;
+      score->repetition = report.fired || ast_fired ? options.penalty : 0.0;
       break;
     case RepetitionMode::kSmooth:
       score->repetition =
           SmoothRepetitionPenalty(tokens, options.ngram.n, options.smooth_max_penalty);
+      if (ast_fired) score->repetition = std::min(score->repetition, options.penalty);
       break;
   }
 }
 
 absl::Status ScoreOne(const CompletionInput& in, Task task, const Judge* judge,
-                      const Profile& profile, CompletionScore* score) {
+                      const Profile& profile, const Clock* clock, CompletionScore* score) {
   const Anatomy anatomy = profile.expects_reasoning ? ParseAnatomy(in.text, profile.tags)
                                                     : NonThinkingAnatomy(in.text, profile.tags);
   score->has_answer_section = anatomy.answer_end > anatomy.answer_begin;
@@ -179,7 +201,7 @@ absl::Status ScoreOne(const CompletionInput& in, Task task, const Judge* judge,
   score->format_gated = format.gated && !IsUnscorable(score->verdict);
   score->format_paid_ungated = format.paid_ungated;
 
-  ScoreRepetition(in, anatomy, score->num_tokens, profile.repetition, score);
+  ScoreRepetition(in, anatomy, score->num_tokens, profile.repetition, clock, score);
   score->length = LengthComponent(score->num_tokens, score->accuracy > 0.0, profile.length);
   return absl::OkStatus();
 }
@@ -235,6 +257,22 @@ absl::Status ValidateProfile(const Profile& p) {
   if (p.repetition.ngram.max_occurrences == 0) {
     return FieldError("repetition.max_occurrences", "must be at least 1");
   }
+  const ast::AstOptions& ast = p.repetition.ast;
+  if (ast.block_max_occurrences == 0) {
+    return FieldError("repetition.ast.block_max_occurrences", "must be at least 1");
+  }
+  if (ast.code_max_occurrences == 0) {
+    return FieldError("repetition.ast.code_max_occurrences", "must be at least 1");
+  }
+  if (ast.min_block_chars == 0) {
+    return FieldError("repetition.ast.min_block_chars", "must be at least 1");
+  }
+  if (ast.min_code_nodes < 2) {
+    return FieldError("repetition.ast.min_code_nodes", "must be at least 2");
+  }
+  if (ast.max_parse_bytes > (uint64_t{1} << 30)) {
+    return FieldError("repetition.ast.max_parse_bytes", "must be at most 1 GiB");
+  }
   if (p.task == Task::kExternal) {
     return FieldError("task", "cannot default to TASK_EXTERNAL: name it per group");
   }
@@ -242,10 +280,11 @@ absl::Status ValidateProfile(const Profile& p) {
 }
 
 absl::Status ScoreGroup(std::span<const CompletionInput> completions, Task task, const Judge* judge,
-                        const Profile& profile, std::vector<CompletionScore>* scores) {
+                        const Profile& profile, std::vector<CompletionScore>* scores,
+                        const Clock* clock) {
   scores->assign(completions.size(), CompletionScore{});
   for (size_t i = 0; i < completions.size(); ++i) {
-    absl::Status status = ScoreOne(completions[i], task, judge, profile, &(*scores)[i]);
+    absl::Status status = ScoreOne(completions[i], task, judge, profile, clock, &(*scores)[i]);
     if (!status.ok()) {
       return absl::Status(status.code(), absl::StrCat("completion ", i, ": ", status.message()));
     }

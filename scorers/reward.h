@@ -20,8 +20,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/clock.h"
 #include "scorers/accuracy.h"
 #include "scorers/anatomy.h"
+#include "scorers/ast/ast_repetition.h"
 #include "scorers/format.h"
 #include "scorers/length.h"
 #include "scorers/ngram_repetition.h"
@@ -30,13 +32,18 @@ namespace rlscore::scorers {
 
 enum class RepetitionMode : uint8_t {
   kThreshold,  // SPEC §1: `penalty` once when an n-gram occurs more than max_occurrences times
-  kSmooth,     // open-r1 / TRL: (1 - unique/total) × smooth_max_penalty over n-grams
+  kSmooth,     // open-r1 / TRL: (1 - unique/total) × smooth_max_penalty over n-grams; an AST
+               // rule that fires makes it at most `penalty`
 };
 
 struct RepetitionOptions {
   bool enabled = true;
   RepetitionMode mode = RepetitionMode::kThreshold;
   NgramOptions ngram;  // n = 8, fires above 3 occurrences
+  // The AST rules of SPEC §3 (blocks and code clones), run on the reasoning span when the n-gram
+  // rule has not fired: the penalty is applied once whatever fires, and on an exact loop the
+  // n-gram rule fires no later than the block rule would.
+  ast::AstOptions ast;
   double penalty = -0.5;
   double smooth_max_penalty = -1.0;
 };
@@ -79,7 +86,7 @@ struct CompletionInput {
   std::optional<double> external_accuracy;  // Task::kExternal only, in [0, 1]
 };
 
-enum class RepetitionDetector : uint8_t { kNone, kNgram };
+enum class RepetitionDetector : uint8_t { kNone, kNgram, kAstBlock, kAstCodeClone };
 
 struct RepetitionFinding {
   RepetitionDetector detector = RepetitionDetector::kNone;
@@ -115,6 +122,12 @@ struct CompletionScore {
   bool format_paid_ungated = false;  // paid with accuracy 0 because the profile opted out
 
   RepetitionFinding repetition_finding;  // detector kNone when nothing fired
+  // The AST detector's work on this completion, for metrics: whether it parsed anything (the
+  // screens usually rule repetition out without parsing), the budget that stopped it (its
+  // finding's detail then says "skipped: budget (...)"), and the parse time when a clock was given.
+  bool ast_parsed = false;
+  ast::AstBudget ast_skipped = ast::AstBudget::kNone;
+  double ast_parse_seconds = 0.0;
   uint32_t num_tokens = 0;
   bool tokens_estimated = false;
 
@@ -127,8 +140,10 @@ struct CompletionScore {
 //
 // Errors: INVALID_ARGUMENT naming the completion index ("completion 3: external_accuracy ...")
 // when a kExternal completion lacks external_accuracy or it is outside [0, 1] or not finite.
+// `clock`, when given, times the AST detector's parses (ast_parse_seconds); it changes no result.
 // REQUIRES: ValidateProfile(profile).ok(); judge != nullptr unless task == kExternal.
 absl::Status ScoreGroup(std::span<const CompletionInput> completions, Task task, const Judge* judge,
-                        const Profile& profile, std::vector<CompletionScore>* scores);
+                        const Profile& profile, std::vector<CompletionScore>* scores,
+                        const Clock* clock = nullptr);
 
 }  // namespace rlscore::scorers

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Configures (once) and builds rlscore with Ninja. Usage: scripts/build.sh [BUILD_DIR] [cmake args...]
-# BUILD_DIR defaults to build/. Runs scripts/setup.sh first, so it works on a fresh machine.
+# BUILD_DIR defaults to build/. Runs scripts/setup.sh (Debian packages) and
+# scripts/fetch_grammars.sh (pinned tree-sitter grammars from npm) first, so it works on a fresh
+# machine; both do nothing when everything is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+bash scripts/fetch_grammars.sh
 build_dir=${1:-build}
 shift || true
 jobs=${RLSCORE_JOBS:-2}

@@ -9,8 +9,9 @@ packages=(
   # service
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev libre2-dev
   prometheus-cpp-dev
-  # scorers (tree-sitter runtime; grammars come from npm at pinned versions in a later step)
-  libtree-sitter-dev
+  # scorers: the tree-sitter runtime; scripts/fetch_grammars.sh fetches the grammars from npm at
+  # pinned versions and checks their sha512 with openssl
+  libtree-sitter-dev openssl
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
   # end-to-end tests: Debian's Python with gRPC, curl for /metrics

@@ -24,7 +24,12 @@
 //   rlscore_reward_component{component}            histogram of accuracy, format, repetition,
 //                                                  length and total
 //   rlscore_verdicts_total{verdict}                by typed verdict
-//   rlscore_repetition_fired_total{detector}       repetition rule fired
+//   rlscore_repetition_fired_total{detector}       repetition rule fired: ngram, ast_block,
+//                                                  ast_code_clone
+//   rlscore_ast_parse_seconds                      histogram of the AST detector's parse time per
+//                                                  completion it parsed (most are screened out)
+//   rlscore_ast_parsed_total                       completions the AST detector parsed
+//   rlscore_ast_budget_skips_total{budget}         AST detector gave up: bytes, time or nodes
 //   rlscore_truncated_total                        completions truncated
 //   rlscore_tokens_estimated_total                 completions whose length was estimated
 //   rlscore_format_gated_total                     well-formed but wrong: format reward withheld
@@ -89,7 +94,10 @@ class Metrics {
   prometheus::Counter* completions_;
   std::array<prometheus::Histogram*, 5> components_;  // accuracy, format, repetition, length, total
   std::array<prometheus::Counter*, 5> verdicts_;      // indexed by scorers::Verdict
-  prometheus::Counter* repetition_fired_;
+  std::array<prometheus::Counter*, 4> repetition_fired_{};  // by scorers::RepetitionDetector
+  prometheus::Histogram* ast_parse_seconds_;
+  prometheus::Counter* ast_parsed_;
+  std::array<prometheus::Counter*, 4> ast_budget_skips_{};  // by scorers::ast::AstBudget
   prometheus::Counter* truncated_;
   prometheus::Counter* tokens_estimated_;
   prometheus::Counter* format_gated_;

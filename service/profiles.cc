@@ -65,6 +65,29 @@ absl::Status Apply(const config::v1::Profile& in, scorers::Profile* p) {
   if (r.has_max_occurrences()) p->repetition.ngram.max_occurrences = r.max_occurrences();
   if (r.has_penalty()) p->repetition.penalty = r.penalty();
   if (r.has_smooth_max_penalty()) p->repetition.smooth_max_penalty = r.smooth_max_penalty();
+  const config::v1::AstRepetition& a = r.ast();
+  scorers::ast::AstOptions& ast = p->repetition.ast;
+  if (a.has_enabled()) ast.enabled = a.enabled();
+  if (a.has_block_max_occurrences()) ast.block_max_occurrences = a.block_max_occurrences();
+  if (a.has_min_block_chars()) ast.min_block_chars = a.min_block_chars();
+  if (a.has_code_max_occurrences()) ast.code_max_occurrences = a.code_max_occurrences();
+  if (a.has_min_code_nodes()) ast.min_code_nodes = a.min_code_nodes();
+  if (a.languages_size() > 0) {
+    ast.languages.fill(false);
+    for (int i = 0; i < a.languages_size(); ++i) {
+      const std::optional<scorers::ast::CodeLanguage> language =
+          scorers::ast::CodeLanguageFromName(a.languages(i));
+      if (!language.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat("repetition.ast.languages[", i,
+                                                       "]: unknown language \"", a.languages(i),
+                                                       "\" (known: python, cpp, c, javascript)"));
+      }
+      ast.languages[static_cast<size_t>(*language)] = true;
+    }
+  }
+  if (a.has_max_parse_bytes()) ast.max_parse_bytes = a.max_parse_bytes();
+  if (a.has_parse_timeout_micros()) ast.parse_timeout_micros = a.parse_timeout_micros();
+  if (a.has_max_nodes()) ast.max_nodes = a.max_nodes();
 
   const LengthPenalty& l = in.length();
   switch (l.shape()) {
@@ -174,6 +197,22 @@ void ProfileToProto(const ServiceProfile& profile, config::v1::Profile* out) {
   r->set_max_occurrences(p.repetition.ngram.max_occurrences);
   r->set_penalty(p.repetition.penalty);
   r->set_smooth_max_penalty(p.repetition.smooth_max_penalty);
+  const scorers::ast::AstOptions& ast = p.repetition.ast;
+  config::v1::AstRepetition* a = r->mutable_ast();
+  a->set_enabled(ast.enabled);
+  a->set_block_max_occurrences(ast.block_max_occurrences);
+  a->set_min_block_chars(ast.min_block_chars);
+  a->set_code_max_occurrences(ast.code_max_occurrences);
+  a->set_min_code_nodes(ast.min_code_nodes);
+  for (int i = 0; i < scorers::ast::kNumCodeLanguages; ++i) {
+    const auto language = static_cast<scorers::ast::CodeLanguage>(i);
+    if (ast.languages[static_cast<size_t>(i)]) {
+      a->add_languages(std::string(scorers::ast::CodeLanguageName(language)));
+    }
+  }
+  a->set_max_parse_bytes(ast.max_parse_bytes);
+  a->set_parse_timeout_micros(ast.parse_timeout_micros);
+  a->set_max_nodes(ast.max_nodes);
   LengthPenalty* l = out->mutable_length();
   switch (p.length.shape) {
     case scorers::LengthShape::kNone:

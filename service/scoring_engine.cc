@@ -66,7 +66,7 @@ absl::Status ScoreOneGroup(const ScoringContext& context, const ServiceProfile& 
   std::vector<scorers::CompletionInput> inputs;
   inputs.reserve(count);
   for (size_t i = 0; i < count; ++i) inputs.push_back(CompletionInputFromProto(*completions[i]));
-  return scorers::ScoreGroup(inputs, task, judge.get(), profile.reward, scores);
+  return scorers::ScoreGroup(inputs, task, judge.get(), profile.reward, scores, context.clock);
 }
 
 // The caller's verdict on going on (deadline passed, client gone), checked before each group so a

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "advantage/advantage.h"
+#include "common/clock.h"
 #include "rlscore/v1/scoring.pb.h"
 #include "scorers/accuracy.h"
 #include "service/config.h"
@@ -28,6 +29,8 @@ struct ScoringContext {
   WorkerPool* pool;
   Metrics* metrics;
   RunTelemetry* telemetry = nullptr;
+  // Times the AST detector's parses for rlscore_ast_parse_seconds; null leaves them untimed.
+  const Clock* clock = nullptr;
   // Asked before each group is scored; a non-OK answer (DEADLINE_EXCEEDED, CANCELLED) stops the
   // remaining work and becomes the call's status. Unset means never stop. Thread-safe.
   std::function<absl::Status()> keep_going;

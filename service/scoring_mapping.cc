@@ -85,6 +85,12 @@ void FillCompletionResult(const scorers::CompletionScore& s, v1::CompletionResul
       case scorers::RepetitionDetector::kNgram:
         r->set_detector(v1::REPETITION_DETECTOR_NGRAM);
         break;
+      case scorers::RepetitionDetector::kAstBlock:
+        r->set_detector(v1::REPETITION_DETECTOR_AST_BLOCK);
+        break;
+      case scorers::RepetitionDetector::kAstCodeClone:
+        r->set_detector(v1::REPETITION_DETECTOR_AST_CODE_CLONE);
+        break;
       case scorers::RepetitionDetector::kNone:
         break;
     }
@@ -92,6 +98,12 @@ void FillCompletionResult(const scorers::CompletionScore& s, v1::CompletionResul
     r->set_token_offset(s.repetition_finding.token_offset);
     r->set_first_char_offset(s.repetition_finding.first_char_offset);
     r->set_occurrences(s.repetition_finding.occurrences);
+    r->set_detail(s.repetition_finding.detail);
+  } else if (s.ast_skipped != scorers::ast::AstBudget::kNone) {
+    // Nothing fired, but the AST detector ran out of budget: said, so that "no repetition" is
+    // not read as "checked and clean".
+    v1::RepetitionReport* r = out->mutable_repetition();
+    r->set_detector(v1::REPETITION_DETECTOR_NONE);
     r->set_detail(s.repetition_finding.detail);
   }
   out->set_num_tokens(s.num_tokens);

@@ -87,6 +87,7 @@ ScoringService::ScoringService(const ServerOptions& options, advantage::Backend*
 ScoringContext ScoringService::WithCall(grpc::CallbackServerContext* context) const {
   ScoringContext scoring = scoring_;
   const Clock* clock = clock_;
+  scoring.clock = clock;
   scoring.keep_going = [context, clock] {
     return CheckCallAlive(*context, *clock, "while completions were scored");
   };

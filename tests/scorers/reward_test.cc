@@ -254,6 +254,108 @@ TEST(Reward, IncidentLoop) {
   EXPECT_EQ(s.repetition_finding.token_offset, 32u);
 }
 
+// SPEC §3 through the reward: a code model re-emitting its function with renamed identifiers is
+// caught by the code-clone rule although no 8-gram of its words repeats.
+TEST(Reward, RenamedFunctionFiresCodeCloneNotNgram) {
+  static const char* const kNames[][3] = {{"solve", "n", "m"},
+                                          {"compute", "count", "scale"},
+                                          {"helper", "limit", "factor"},
+                                          {"answer_fn", "size", "weight"}};
+  static const char* const kIntros[] = {"First attempt at the code.", "Let me restate it.",
+                                        "Cleaner this time.", "One more version."};
+  std::string text = "<think>";
+  for (int c = 0; c < 4; ++c) {
+    absl::StrAppend(&text, kIntros[c], "\n\n```python\ndef ", kNames[c][0], "(", kNames[c][1], ", ",
+                    kNames[c][2], "):\n    total = 0\n    for i in range(", kNames[c][1],
+                    "):\n        if i % ", c + 2, " == 0:\n            total += i * ", kNames[c][2],
+                    "\n        else:\n            total -= ", kNames[c][2],
+                    "\n    return total\n```\n\n");
+  }
+  text += "</think>The answer is 42.";
+  // The n-gram rule alone does not fire on it...
+  const std::vector<Word> words = NormalizedWords(text);
+  ASSERT_FALSE(FindRepeatedNgram(WordHashes(words), NgramOptions{}).fired);
+  // ... the code-clone rule does, at the fourth function.
+  const CompletionScore s = ScoreOne(In(text), Profile{});
+  const RepetitionFinding& f = s.repetition_finding;
+  EXPECT_EQ(f.detector, RepetitionDetector::kAstCodeClone) << f.detail;
+  EXPECT_EQ(f.char_offset, text.find("def answer_fn"));
+  EXPECT_EQ(f.first_char_offset, text.find("def solve"));
+  EXPECT_EQ(f.occurrences, 4u);
+  EXPECT_EQ(f.token_offset, EstimateTokenOffset(f.char_offset, text.size(), 100));
+  EXPECT_THAT(f.detail, HasSubstr("identifiers and literals abstracted"));
+  EXPECT_EQ(s.repetition, -0.5);
+  EXPECT_TRUE(s.ast_parsed);
+  EXPECT_EQ(s.verdict, kC);
+  ExpectComposed(s, Weights{});
+
+  // Off in the profile: nothing fires and nothing is parsed.
+  Profile off;
+  off.repetition.ast.enabled = false;
+  const CompletionScore quiet = ScoreOne(In(text), off);
+  EXPECT_EQ(quiet.repetition_finding.detector, RepetitionDetector::kNone);
+  EXPECT_EQ(quiet.repetition, 0.0);
+  EXPECT_FALSE(quiet.ast_parsed);
+}
+
+// "The same step with different numbers": the block rule.
+TEST(Reward, DerivationWithDifferentNumbersFiresBlock) {
+  std::string text = "<think>We look for the smallest valid $k$.\n\n";
+  for (int c = 0; c < 5; ++c) {
+    const int a = 4 + 9 * c;
+    absl::StrAppend(&text, "Trying $k = ", a, "$: then $k^2 - ", 2 * a + 1, " = ",
+                    a * a - 2 * a - 1, "$, leaving the remainder ", (a * a) % (5 + c), " modulo ",
+                    5 + c, ", so it fails.\n\n");
+  }
+  text += "</think>The answer is 42.";
+  const std::vector<Word> words = NormalizedWords(text);
+  ASSERT_FALSE(FindRepeatedNgram(WordHashes(words), NgramOptions{}).fired);
+  const CompletionScore s = ScoreOne(In(text), Profile{});
+  const RepetitionFinding& f = s.repetition_finding;
+  EXPECT_EQ(f.detector, RepetitionDetector::kAstBlock) << f.detail;
+  EXPECT_EQ(f.first_char_offset, text.find("Trying"));
+  size_t fourth = text.find("Trying");
+  for (int k = 1; k < 4; ++k) fourth = text.find("Trying", fourth + 1);
+  EXPECT_EQ(f.char_offset, fourth);
+  EXPECT_EQ(s.repetition, -0.5);
+
+  // Smooth mode: an AST firing makes the component at most `penalty`.
+  Profile smooth;
+  smooth.repetition.mode = RepetitionMode::kSmooth;
+  const CompletionScore sm = ScoreOne(In(text), smooth);
+  EXPECT_EQ(sm.repetition_finding.detector, RepetitionDetector::kAstBlock);
+  EXPECT_LE(sm.repetition, -0.5);
+
+  // Out of budget: nothing fires, the finding says so, and the n-gram rule still applied.
+  Profile tight;
+  tight.repetition.ast.max_parse_bytes = 64;
+  const CompletionScore t = ScoreOne(In(text), tight);
+  EXPECT_EQ(t.repetition_finding.detector, RepetitionDetector::kNone);
+  EXPECT_EQ(t.ast_skipped, ast::AstBudget::kBytes);
+  EXPECT_THAT(t.repetition_finding.detail, HasSubstr("skipped: budget (bytes"));
+  EXPECT_EQ(t.repetition, 0.0);
+}
+
+// The incident's reflections, reworded each time and mixed with malformed tags, separated into
+// paragraphs as reasoning models write them: at least one rule fires.
+TEST(Reward, IncidentReflectionLoopFires) {
+  static const char* const kReflections[] = {
+      "Wait, let me rethink the previous step... but wait, consider another case where the "
+      "divisor is even. <thinking>",
+      "Hmm, let me re-examine the last step... but wait, maybe there is another case where the "
+      "divisor is odd. </ think>",
+      "Actually, let me double check the previous step... but wait, consider the case where the "
+      "divisor is zero. <think>",
+  };
+  std::string text = "<think>We need the number of divisors of 360.\n\n";
+  for (int k = 0; k < 12; ++k) absl::StrAppend(&text, kReflections[k % 3], "\n\n");
+  const CompletionScore s = ScoreOne(In(text, 16384, false), Profile{});
+  EXPECT_NE(s.repetition_finding.detector, RepetitionDetector::kNone);
+  EXPECT_EQ(s.repetition, -0.5);
+  EXPECT_GT(s.malformed_tags, 0u);
+  EXPECT_EQ(s.format, 0.0);
+}
+
 // A boxed answer inside the unclosed reasoning earns nothing, and the loop is still penalised.
 TEST(Reward, AnswerOnlyInReasoningEarnsNothing) {
   const std::string text = absl::StrCat("<think>", Sv(Repeat(kPhrase, 5)), "\\boxed{42}");
@@ -1098,6 +1200,22 @@ TEST(Reward, ValidateProfile) {
       {"max_occurrences 0", [](Profile& p) { p.repetition.ngram.max_occurrences = 0; },
        "repetition.max_occurrences"},
       {"max_occurrences 1", [](Profile& p) { p.repetition.ngram.max_occurrences = 1; }, ""},
+      {"ast block 0", [](Profile& p) { p.repetition.ast.block_max_occurrences = 0; },
+       "repetition.ast.block_max_occurrences"},
+      {"ast code 0", [](Profile& p) { p.repetition.ast.code_max_occurrences = 0; },
+       "repetition.ast.code_max_occurrences"},
+      {"ast min chars 0", [](Profile& p) { p.repetition.ast.min_block_chars = 0; },
+       "repetition.ast.min_block_chars"},
+      {"ast min nodes 1", [](Profile& p) { p.repetition.ast.min_code_nodes = 1; },
+       "repetition.ast.min_code_nodes"},
+      {"ast bytes 2 GiB", [](Profile& p) { p.repetition.ast.max_parse_bytes = 2ULL << 30; },
+       "repetition.ast.max_parse_bytes"},
+      {"ast disabled, limits 0",
+       [](Profile& p) {
+         p.repetition.ast.enabled = false;
+         p.repetition.ast.max_nodes = 0;
+       },
+       ""},
       // Task.
       {"task external", [](Profile& p) { p.task = Task::kExternal; }, "TASK_EXTERNAL"},
       {"task external (field)", [](Profile& p) { p.task = Task::kExternal; }, "task"},

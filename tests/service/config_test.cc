@@ -139,6 +139,11 @@ TEST(Profiles, TheBuiltInDefaultIsSpecSection1) {
   EXPECT_EQ(p.repetition.penalty, -0.5);
   EXPECT_EQ(p.repetition.ngram.n, 8u);
   EXPECT_EQ(p.repetition.ngram.max_occurrences, 3u);
+  // SPEC §1: the AST rule of §3 is part of the default repetition component.
+  EXPECT_TRUE(p.repetition.ast.enabled);
+  EXPECT_EQ(p.repetition.ast.block_max_occurrences, 3u);
+  EXPECT_EQ(p.repetition.ast.code_max_occurrences, 3u);
+  for (bool on : p.repetition.ast.languages) EXPECT_TRUE(on);
   EXPECT_EQ(p.length.shape, scorers::LengthShape::kQuadratic);
   EXPECT_EQ(p.length.weight, 0.5);
   EXPECT_EQ(p.length.target, 4096u);
@@ -178,6 +183,56 @@ TEST(Profiles, FileProfilesOverrideTheDefaultsAndHashTheirContent) {
   EXPECT_EQ(default_hash, DefaultProfiles(advantage::Options{}).Find("default").value()->hash);
 }
 
+TEST(Profiles, AstRepetitionOptions) {
+  ServerOptions options = DefaultServerOptions();
+  const absl::Status status = ApplyConfigText(
+      R"pb(
+        profiles {
+          name: "code"
+          repetition {
+            ast {
+              min_block_chars: 100
+              block_max_occurrences: 5
+              code_max_occurrences: 2
+              min_code_nodes: 25
+              languages: "cpp"
+              languages: "python"
+              max_parse_bytes: 65536
+              parse_timeout_micros: 5000
+              max_nodes: 20000
+            }
+          }
+        }
+        profiles {
+          name: "no_ast"
+          repetition { ast { enabled: false } }
+        }
+      )pb",
+      "server.textproto", &options);
+  ASSERT_TRUE(status.ok()) << status;
+  const ServiceProfile* code = options.profiles.Find("code").value();
+  const scorers::ast::AstOptions& ast = code->reward.repetition.ast;
+  EXPECT_TRUE(ast.enabled);
+  EXPECT_EQ(ast.min_block_chars, 100u);
+  EXPECT_EQ(ast.block_max_occurrences, 5u);
+  EXPECT_EQ(ast.code_max_occurrences, 2u);
+  EXPECT_EQ(ast.min_code_nodes, 25u);
+  EXPECT_EQ(ast.max_parse_bytes, 65536u);
+  EXPECT_EQ(ast.parse_timeout_micros, 5000u);
+  EXPECT_EQ(ast.max_nodes, 20000u);
+  using scorers::ast::CodeLanguage;
+  EXPECT_TRUE(ast.languages[static_cast<size_t>(CodeLanguage::kPython)]);
+  EXPECT_TRUE(ast.languages[static_cast<size_t>(CodeLanguage::kCpp)]);
+  EXPECT_FALSE(ast.languages[static_cast<size_t>(CodeLanguage::kC)]);
+  EXPECT_FALSE(ast.languages[static_cast<size_t>(CodeLanguage::kJavaScript)]);
+  // The options are part of the profile's content, and so of its hash.
+  EXPECT_THAT(code->canonical_text, HasSubstr("min_code_nodes: 25"));
+  EXPECT_THAT(code->canonical_text, HasSubstr("languages: \"cpp\""));
+  const ServiceProfile* off = options.profiles.Find("no_ast").value();
+  EXPECT_FALSE(off->reward.repetition.ast.enabled);
+  EXPECT_NE(off->hash, options.profiles.Find("default").value()->hash);
+}
+
 TEST(Profiles, InvalidProfilesAreRefusedNamingProfileAndField) {
   struct Case {
     const char* text;
@@ -193,6 +248,10 @@ TEST(Profiles, InvalidProfilesAreRefusedNamingProfileAndField) {
        "length.dapo_buffer_tokens"},
       {"profiles { name: \"p\" task: TASK_EXTERNAL }", "profile \"p\": task"},
       {"profiles { name: \"p\" weights { format: nan } }", "weights.format must be finite"},
+      {"profiles { name: \"p\" repetition { ast { languages: \"python\" languages: \"rust\" } } }",
+       "profile \"p\": repetition.ast.languages[1]: unknown language \"rust\""},
+      {"profiles { name: \"p\" repetition { ast { min_code_nodes: 1 } } }",
+       "repetition.ast.min_code_nodes"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);

@@ -308,6 +308,74 @@ TEST_F(ServerTest, ScoreGroupsAndScoreThroughTheStub) {
   EXPECT_THAT(metrics, HasSubstr("rlscore_tokens_estimated_total 1"));
 }
 
+// SPEC §3 over the wire: which AST rule fired, where, the budget skip, and their metrics.
+TEST(ServerAst, RepetitionReportsAndMetrics) {
+  ServerOptions options = TestOptions();
+  ASSERT_TRUE(ApplyConfigText(R"pb(profiles {
+                                     name: "tight"
+                                     repetition { ast { max_parse_bytes: 16 } }
+                                   })pb",
+                              "test.textproto", &options)
+                  .ok());
+  std::unique_ptr<Server> server = StartOrDie(options);
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+
+  std::string clones = "<think>";
+  std::string steps = "<think>";
+  for (int k = 0; k < 4; ++k) {
+    const std::string n = std::to_string(k);
+    clones += "Version " + n + ":\n\n```js\nfunction f" + n + "(xs" + n + ") {\n  let s" + n +
+              " = 0;\n  for (const v" + n + " of xs" + n + ") { if (v" + n + " > " + n + ") { s" +
+              n + " += v" + n + " * 2; } else { s" + n + " -= 1; } }\n  return s" + n +
+              ";\n}\n```\n\n";
+    steps += "Check $m = " + std::to_string(3 * k + 2) + "$: the sum of its digits is " +
+             std::to_string(k + 7) + " and the product is " + std::to_string(k * 5 + 1) +
+             ", hence no.\n\n";
+  }
+  v1::ScoreGroupsRequest request;
+  v1::Group* group = request.add_groups();
+  group->add_references("42");
+  for (const std::string& text : {clones, steps}) {
+    v1::Completion* c = group->add_completions();
+    c->set_text(text + "</think> \\boxed{42}");
+    c->set_num_tokens(1000);
+  }
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ScoreGroupsResponse response;
+  ASSERT_TRUE(stub->ScoreGroups(&context, request, &response).ok());
+  ASSERT_EQ(response.results_size(), 2);
+  const v1::RepetitionReport& code = response.results(0).repetition();
+  EXPECT_EQ(code.detector(), v1::REPETITION_DETECTOR_AST_CODE_CLONE) << code.detail();
+  EXPECT_EQ(code.char_offset(), clones.find("function f3"));
+  EXPECT_EQ(code.first_char_offset(), clones.find("function f0"));
+  EXPECT_EQ(code.occurrences(), 4u);
+  EXPECT_EQ(response.results(0).components().repetition(), -0.5);
+  const v1::RepetitionReport& block = response.results(1).repetition();
+  EXPECT_EQ(block.detector(), v1::REPETITION_DETECTOR_AST_BLOCK) << block.detail();
+  EXPECT_EQ(block.first_char_offset(), steps.find("Check"));
+
+  // The same completions under a profile whose byte budget is too small: skipped, said so.
+  request.set_profile("tight");
+  grpc::ClientContext tight_context;
+  SetDeadline(&tight_context);
+  v1::ScoreGroupsResponse tight;
+  ASSERT_TRUE(stub->ScoreGroups(&tight_context, request, &tight).ok());
+  EXPECT_EQ(tight.results(0).repetition().detector(), v1::REPETITION_DETECTOR_NONE);
+  EXPECT_THAT(tight.results(0).repetition().detail(), HasSubstr("skipped: budget (bytes"));
+  EXPECT_EQ(tight.results(0).components().repetition(), 0.0);
+
+  const std::string metrics = testing::HttpGet(server->metrics_port(), "/metrics");
+  EXPECT_THAT(metrics, HasSubstr("rlscore_repetition_fired_total{detector=\"ast_code_clone\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_repetition_fired_total{detector=\"ast_block\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_repetition_fired_total{detector=\"ngram\"} 0"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_ast_parsed_total 2"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_ast_parse_seconds_count 2"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_ast_budget_skips_total{budget=\"bytes\"} 2"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_ast_budget_skips_total{budget=\"time\"} 0"));
+}
+
 TEST(ServerLimits, OversizedMessageIsResourceExhaustedAndTheNextCallSucceeds) {
   ServerOptions options = TestOptions();
   options.limits.max_message_bytes = 64 << 10;

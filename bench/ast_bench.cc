@@ -1,0 +1,296 @@
+// Cost of the AST repetition detector (SPEC §3, issue 5): scoring one completion with the default
+// profile with the AST rules on and off, for Markdown reasoning of 3k and 16k tokens, with and
+// without fenced code; and the detector alone when the tree-sitter parsers run.
+//
+//   ./build-release/bench/ast_bench
+//
+// Goal: the AST detector at most doubles the cost of scoring a typical completion.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "scorers/ast/ast_repetition.h"
+#include "scorers/math/verifier.h"
+#include "scorers/reward.h"
+
+namespace rlscore {
+namespace {
+
+// Reasoning written as models write it: paragraphs of prose with inline math, display equations,
+// bullet lists and step headings, none of which repeats; with `code`, a fenced Python or C++
+// function (each different: random statements, loops and branches over random expressions) every
+// ~2.5 KB.
+class MarkdownWriter {
+ public:
+  explicit MarkdownWriter(uint64_t seed) : rng_(seed) {}
+
+  std::string Completion(uint32_t tokens, bool code) {
+    std::string text = "<think>\n";
+    const size_t target = static_cast<size_t>(tokens) * 4;
+    size_t next_code = 1500;
+    int step = 1;
+    while (text.size() < target) {
+      const uint64_t kind = rng_() % 10;
+      if (kind < 5) {
+        Paragraph(&text);
+      } else if (kind < 7) {
+        text += "$$\n" + Expression() + " = " + Expression() + "\n$$\n\n";
+      } else if (kind < 9) {
+        const int items = 3 + static_cast<int>(rng_() % 3);
+        for (int i = 0; i < items; ++i) text += "- " + Sentence() + "\n";
+        text += "\n";
+      } else {
+        text += "## Step " + std::to_string(step++) + ": " + Sentence() + "\n\n";
+      }
+      if (code && text.size() > next_code) {
+        text += rng_() % 2 == 0 ? PythonFunction() : CppFunction();
+        next_code += 2500;
+      }
+    }
+    text += "</think>\nTherefore the answer is $\\boxed{42}$.";
+    return text;
+  }
+
+ private:
+  std::string Pick(const std::vector<std::string>& words) { return words[rng_() % words.size()]; }
+  std::string Number() { return std::to_string(rng_() % 1000); }
+  std::string Name() {
+    static const std::vector<std::string> kNames = {"total", "acc", "best", "count", "left",
+                                                    "right", "mid", "res",  "cur",   "prev",
+                                                    "step",  "lim", "val",  "idx",   "tmp"};
+    return Pick(kNames) + std::to_string(rng_() % 10);
+  }
+  std::string Expression() {
+    static const std::vector<std::string> kTerms = {
+        "x^2", "\\frac{a}{b}", "\\sqrt{n}", "3k", "\\binom{n}{2}", "2^m", "y", "(x+1)"};
+    static const std::vector<std::string> kOps = {" + ", " - ", " \\cdot "};
+    std::string e = Pick(kTerms);
+    const int terms = 1 + static_cast<int>(rng_() % 3);
+    for (int i = 0; i < terms; ++i) e += Pick(kOps) + (rng_() % 2 ? Pick(kTerms) : Number());
+    return e;
+  }
+  std::string Sentence() {
+    static const std::vector<std::string> kWords = {
+        "we",     "compute", "the",      "sum",     "of",        "terms",   "so",
+        "that",   "each",    "factor",   "divides", "modulo",    "prime",   "hence",
+        "thus",   "let",     "equation", "gives",   "solving",   "for",     "substituting",
+        "back",   "check",   "case",     "when",    "is",        "even",    "odd",
+        "then",   "square",  "root",     "integer", "bound",     "at",      "most",
+        "least",  "value",   "sequence", "by",      "induction", "parity",  "residue",
+        "since",  "both",    "sides",    "are",     "positive",  "a",       "an",
+        "number", "which",   "must",     "be",      "greater",   "smaller", "than"};
+    std::string s;
+    const int words = 8 + static_cast<int>(rng_() % 12);
+    for (int w = 0; w < words; ++w) {
+      if (w > 0) s += ' ';
+      const uint64_t r = rng_() % 9;
+      if (r == 0) {
+        s += Number();
+      } else if (r == 1) {
+        s += "$" + Expression() + "$";
+      } else {
+        s += Pick(kWords);
+      }
+    }
+    s[0] = static_cast<char>(s[0] >= 'a' && s[0] <= 'z' ? s[0] - 'a' + 'A' : s[0]);
+    return s + ".";
+  }
+  void Paragraph(std::string* text) {
+    const int sentences = 2 + static_cast<int>(rng_() % 4);
+    for (int i = 0; i < sentences; ++i) *text += Sentence() + (i + 1 < sentences ? " " : "\n\n");
+  }
+  // A random expression: names, numbers, indexing, calls and binary operators, nested.
+  std::string Expr(int depth) {
+    static const std::vector<std::string> kOps = {" + ", " - ", " * ", " // ", " % ", " << "};
+    const uint64_t r = depth <= 0 ? rng_() % 2 : rng_() % 6;
+    switch (r) {
+      case 0:
+        return Name();
+      case 1:
+        return Number();
+      case 2:
+        return Name() + "[" + Expr(depth - 1) + "]";
+      case 3:
+        return Expr(depth - 1) + Pick(kOps) + Expr(depth - 1);
+      case 4:
+        return Name() + "(" + Expr(depth - 1) + ", " + Expr(depth - 1) + ")";
+      default:
+        return "(" + Expr(depth - 1) + ")";
+    }
+  }
+  std::string Comparison() {
+    static const std::vector<std::string> kCmp = {" < ", " > ", " == ", " != ", " <= "};
+    return Expr(1) + Pick(kCmp) + Expr(1);
+  }
+  std::string PythonStatement(const std::string& indent, int depth) {
+    switch (rng_() % (depth > 1 ? 2 : 4)) {
+      case 0:
+        return indent + Name() + " = " + Expr(2) + "\n";
+      case 1:
+        return indent + Name() + ".append(" + Expr(2) + ")\n";
+      case 2:
+        return indent + "for " + Name() + " in range(" + Expr(1) + "):\n" +
+               PythonStatement(indent + "    ", depth + 1) +
+               PythonStatement(indent + "    ", depth + 1);
+      default:
+        return indent + "if " + Comparison() + ":\n" + PythonStatement(indent + "    ", depth + 1) +
+               indent + "else:\n" + PythonStatement(indent + "    ", depth + 1);
+    }
+  }
+  std::string CppStatement(const std::string& indent, int depth) {
+    switch (rng_() % (depth > 1 ? 2 : 4)) {
+      case 0:
+        return indent + "long " + Name() + " = " + Expr(2) + ";\n";
+      case 1:
+        return indent + Name() + " += " + Expr(2) + ";\n";
+      case 2: {
+        const std::string i = Name();
+        return indent + "for (int " + i + " = 0; " + i + " < " + Expr(1) + "; ++" + i + ") {\n" +
+               CppStatement(indent + "  ", depth + 1) + CppStatement(indent + "  ", depth + 1) +
+               indent + "}\n";
+      }
+      default:
+        return indent + "if (" + Comparison() + ") {\n" + CppStatement(indent + "  ", depth + 1) +
+               indent + "} else {\n" + CppStatement(indent + "  ", depth + 1) + indent + "}\n";
+    }
+  }
+  std::string PythonFunction() {
+    std::string f = "```python\ndef " + Name() + "(" + Name() + ", " + Name() + "):\n";
+    const int statements = 3 + static_cast<int>(rng_() % 5);
+    for (int i = 0; i < statements; ++i) f += PythonStatement("    ", 0);
+    return f + "    return " + Expr(1) + "\n```\n\n";
+  }
+  std::string CppFunction() {
+    std::string f = "```cpp\nlong " + Name() + "(const std::vector<long>& " + Name() + ") {\n";
+    const int statements = 3 + static_cast<int>(rng_() % 5);
+    for (int i = 0; i < statements; ++i) f += CppStatement("  ", 0);
+    return f + "  return " + Expr(1) + ";\n}\n```\n\n";
+  }
+
+  std::mt19937_64 rng_;
+};
+
+// Scores one completion with the default profile, the AST rules on (state.range(2) == 1) or off.
+void BM_Score(benchmark::State& state) {
+  const auto tokens = static_cast<uint32_t>(state.range(0));
+  const bool code = state.range(1) != 0;
+  const bool ast = state.range(2) != 0;
+  const std::string text = MarkdownWriter(7).Completion(tokens, code);
+  scorers::Profile profile;
+  profile.repetition.ast.enabled = ast;
+  const std::vector<std::string> references = {"42"};
+  auto accuracy = scorers::math::NewMathAccuracyScorer();
+  auto judge = accuracy->Prepare(scorers::Task::kMath, references);
+  scorers::CompletionInput input;
+  input.text = text;
+  input.num_tokens = tokens;
+  input.finished = true;
+  std::vector<scorers::CompletionScore> scores;
+  for (auto _ : state) {
+    absl::Status status =
+        scorers::ScoreGroup({&input, 1}, scorers::Task::kMath, judge.get(), profile, &scores);
+    benchmark::DoNotOptimize(status);
+    benchmark::DoNotOptimize(scores.data());
+  }
+  if (scores[0].repetition_finding.detector != scorers::RepetitionDetector::kNone) {
+    state.SkipWithError("the benchmark completion fired a repetition rule");
+  }
+  state.counters["parsed"] = scores[0].ast_parsed ? 1 : 0;
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
+}
+BENCHMARK(BM_Score)
+    ->ArgNames({"tokens", "code", "ast"})
+    ->ArgsProduct({{3000, 16000}, {0, 1}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+
+// The clean corpus of the tests (tests/scorers/ast/corpus/clean: 34 realistic solutions, 3.5-8 KB
+// each, 20 of prose and LaTeX and 14 with code), every file scored once per iteration.
+void BM_ScoreCleanCorpus(benchmark::State& state) {
+  const bool code = state.range(0) != 0;
+  const bool ast = state.range(1) != 0;
+  std::vector<std::string> texts;
+  for (const auto& e : std::filesystem::directory_iterator(RLSCORE_AST_CORPUS "/clean")) {
+    std::ifstream in(e.path(), std::ios::binary);
+    std::stringstream s;
+    s << in.rdbuf();
+    if ((s.str().find("```") != std::string::npos) == code) texts.push_back(s.str());
+  }
+  std::sort(texts.begin(), texts.end());
+  scorers::Profile profile;
+  profile.repetition.ast.enabled = ast;
+  const std::vector<std::string> references = {"42"};
+  auto accuracy = scorers::math::NewMathAccuracyScorer();
+  auto judge = accuracy->Prepare(scorers::Task::kMath, references);
+  std::vector<scorers::CompletionInput> inputs(texts.size());
+  int64_t bytes = 0;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    inputs[i].text = texts[i];
+    bytes += static_cast<int64_t>(texts[i].size());
+  }
+  std::vector<scorers::CompletionScore> scores;
+  for (auto _ : state) {
+    absl::Status status =
+        scorers::ScoreGroup(inputs, scorers::Task::kMath, judge.get(), profile, &scores);
+    benchmark::DoNotOptimize(status);
+  }
+  state.counters["completions"] = static_cast<double>(texts.size());
+  state.counters["us_per_completion"] = benchmark::Counter(
+      static_cast<double>(texts.size()),
+      benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.SetBytesProcessed(state.iterations() * bytes);
+}
+BENCHMARK(BM_ScoreCleanCorpus)
+    ->ArgNames({"code", "ast"})
+    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+
+// The detector alone when the parsers run: a completion of `tokens` tokens that loops in a way
+// only the AST rules catch — a derivation step that comes back with new numbers (block), or a
+// function re-emitted with renamed identifiers (code clone) — near its end, so that the whole
+// reasoning is parsed before the rule fires.
+void BM_AstParsed(benchmark::State& state) {
+  const auto tokens = static_cast<uint32_t>(state.range(0));
+  const bool code = state.range(1) != 0;
+  std::string text = MarkdownWriter(11).Completion(tokens, code);
+  text.resize(text.find("</think>"));
+  for (int k = 0; k < 4; ++k) {
+    const std::string n = std::to_string(k);
+    if (code) {
+      text += "Rewriting it once more:\n\n```python\ndef solve" + n + "(xs" + n + ", m" + n +
+              "):\n    best" + n + " = 0\n    for v" + n + " in xs" + n + ":\n        if v" + n +
+              " % m" + n + " == " + n + ":\n            best" + n + " = max(best" + n + ", v" + n +
+              " * " + n + ")\n    return best" + n + "\n```\n\n";
+    } else {
+      text += "Trying $q = " + std::to_string(7 * k + 3) +
+              "$ gives $q^2 + q = " + std::to_string((7 * k + 3) * (7 * k + 4)) +
+              "$, whose remainder modulo 11 is " + std::to_string((7 * k + 3) * (7 * k + 4) % 11) +
+              ", so it fails.\n\n";
+    }
+  }
+  const scorers::ast::AstOptions options;
+  scorers::ast::AstReport report;
+  for (auto _ : state) {
+    report = scorers::ast::FindAstRepetition(text, 0, options);
+    benchmark::DoNotOptimize(report.kind);
+  }
+  const auto want = code ? scorers::ast::AstKind::kCodeClone : scorers::ast::AstKind::kBlock;
+  if (report.kind != want) state.SkipWithError("the planted loop did not fire its rule");
+  state.counters["markdown_parsed"] = report.parsed_markdown ? 1 : 0;
+  state.counters["code_blocks_parsed"] = report.code_blocks_parsed;
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
+}
+BENCHMARK(BM_AstParsed)
+    ->ArgNames({"tokens", "code"})
+    ->ArgsProduct({{3000, 16000}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace rlscore
+
+BENCHMARK_MAIN();

@@ -1,0 +1,336 @@
+#include "scorers/ast/ast_repetition.h"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
+#include "scorers/ast/code_shape.h"
+#include "scorers/ast/markdown_lines.h"
+#include "scorers/ast/structural_hash.h"
+#include "tree_sitter/api.h"
+
+namespace rlscore::scorers::ast {
+namespace {
+
+// One recurring unit: how often it was seen, where first, and where it crossed the threshold.
+struct Tally {
+  uint32_t count = 0;
+  size_t first = 0;
+};
+
+// The earliest firing found so far.
+struct Firing {
+  AstKind kind = AstKind::kNone;
+  size_t offset = 0;
+  size_t first = 0;
+  uint32_t occurrences = 0;
+  std::string detail;
+
+  uint64_t size = 0;  // of the unit: normalised characters or syntax nodes
+
+  // True when a firing at `at` of a unit of `unit_size` comes before this one; a larger unit wins
+  // a tie (the enclosing function rather than its loop body).
+  bool Earlier(size_t at, uint64_t unit_size) const {
+    return kind == AstKind::kNone || at < offset || (at == offset && unit_size > size);
+  }
+};
+
+// Owns a tree and deletes it.
+class Tree {
+ public:
+  explicit Tree(TSTree* tree) : tree_(tree) {}
+  ~Tree() {
+    if (tree_ != nullptr) ts_tree_delete(tree_);
+  }
+  Tree(const Tree&) = delete;
+  Tree& operator=(const Tree&) = delete;
+  const TSTree* get() const { return tree_; }
+
+ private:
+  TSTree* tree_;
+};
+
+// Parses `text` with this thread's parser for `grammar`; null when the timeout ran out (the
+// parser is then reset for its next use).
+TSTree* Parse(Grammar grammar, std::string_view text, uint64_t timeout_micros) {
+  TSParser* parser = ThreadParser(grammar);
+  ts_parser_set_timeout_micros(parser, timeout_micros);
+  TSTree* tree =
+      ts_parser_parse_string(parser, nullptr, text.data(), static_cast<uint32_t>(text.size()));
+  if (tree == nullptr) ts_parser_reset(parser);
+  return tree;
+}
+
+bool TypeIs(const char* type, const char* name) { return std::strcmp(type, name) == 0; }
+
+bool IsLeafBlock(const char* type) {
+  static const char* const kLeafBlocks[] = {
+      "paragraph",           "atx_heading", "setext_heading", "fenced_code_block",
+      "indented_code_block", "html_block",  "pipe_table",     "link_reference_definition"};
+  for (const char* name : kLeafBlocks) {
+    if (TypeIs(type, name)) return true;
+  }
+  return false;
+}
+
+bool IsContainerBlock(const char* type) {
+  return TypeIs(type, "document") || TypeIs(type, "section") || TypeIs(type, "list") ||
+         TypeIs(type, "list_item") || TypeIs(type, "block_quote");
+}
+
+std::string_view BlockName(const char* type, bool in_list_item) {
+  if (TypeIs(type, "paragraph")) return in_list_item ? "list item" : "paragraph";
+  if (TypeIs(type, "atx_heading") || TypeIs(type, "setext_heading")) return "heading";
+  if (TypeIs(type, "fenced_code_block")) return "fenced code block";
+  if (TypeIs(type, "indented_code_block")) return "indented code block";
+  if (TypeIs(type, "pipe_table")) return "table";
+  return "block";
+}
+
+class Detector {
+ public:
+  Detector(std::string_view reasoning, size_t base, const AstOptions& options, const Clock* clock)
+      : text_(reasoning), base_(base), options_(options), clock_(clock) {}
+
+  AstReport Run() {
+    const LineScan scan = ScanLines(text_);
+    const bool blocks = BlockScreen(scan);
+    std::vector<const Fence*> code;
+    if (options_.code_max_occurrences > 0) code = CodeScreen(scan);
+    if (!blocks && code.empty()) return std::move(report_);
+
+    uint64_t bytes = blocks ? text_.size() : 0;
+    for (const Fence* f : code) bytes += f->code_end - f->code_begin;
+    if (bytes > options_.max_parse_bytes) {
+      return Skip(AstBudget::kBytes,
+                  absl::StrCat(bytes, " bytes to parse, budget ", options_.max_parse_bytes));
+    }
+    nodes_left_ = options_.max_nodes;
+    const std::optional<absl::Time> start =
+        clock_ != nullptr ? std::optional<absl::Time>(clock_->Now()) : std::nullopt;
+    std::optional<AstReport> skipped;
+    if (blocks) skipped = BlockRule(scan);
+    if (!skipped.has_value() && !code.empty()) skipped = CodeRule(code);
+    if (start.has_value()) report_.parse_seconds = absl::ToDoubleSeconds(clock_->Now() - *start);
+    if (best_.kind != AstKind::kNone) {
+      report_.kind = best_.kind;
+      report_.char_offset = base_ + best_.offset;
+      report_.first_char_offset = base_ + best_.first;
+      report_.occurrences = best_.occurrences;
+      report_.detail = std::move(best_.detail);
+      return std::move(report_);
+    }
+    if (skipped.has_value()) return std::move(*skipped);
+    return std::move(report_);
+  }
+
+ private:
+  AstReport Skip(AstBudget budget, std::string detail) {
+    AstReport r = std::move(report_);
+    r.skipped = budget;
+    r.detail = absl::StrCat("skipped: budget (", Sv(AstBudgetName(budget)), ": ", detail, ")");
+    return r;
+  }
+
+  // Could some block recur? Counts the text-level blocks (markdown_lines.h), which are keyed as
+  // the block rule keys tree-sitter's.
+  bool BlockScreen(const LineScan& scan) const {
+    absl::flat_hash_map<uint64_t, uint32_t> counts;
+    for (const TextBlock& b : scan.blocks) {
+      if (b.normalized_size < options_.min_block_chars) continue;
+      if (++counts[b.key] > options_.block_max_occurrences) return true;
+    }
+    return false;
+  }
+
+  // The fences in an enabled language that hold a recurring window of token shapes: the only
+  // ones a clone can be in.
+  std::vector<const Fence*> CodeScreen(const LineScan& scan) const {
+    std::vector<const Fence*> fences;
+    std::vector<std::vector<uint32_t>> shapes;
+    for (const Fence& f : scan.fences) {
+      if (!f.language.has_value() || !options_.languages[static_cast<size_t>(*f.language)] ||
+          f.code_end <= f.code_begin) {
+        continue;
+      }
+      fences.push_back(&f);
+      shapes.emplace_back();
+      AppendShapeTokens(text_.substr(f.code_begin, f.code_end - f.code_begin), *f.language,
+                        &shapes.back());
+    }
+    // A subtree of n nodes spans about 0.55-0.7 n tokens (tree-sitter's leaves per node over the
+    // subtrees of 40+ nodes in tests/scorers/ast/corpus: minimum 0.55, median 0.68); strings
+    // are one shape token but three leaves, hence the margin.
+    const uint32_t window = std::max<uint32_t>(4, options_.min_code_nodes * 2 / 5);
+    const std::vector<bool> marked =
+        SequencesWithRecurringWindow(shapes, window, options_.code_max_occurrences);
+    std::vector<const Fence*> parse;
+    for (size_t i = 0; i < fences.size(); ++i) {
+      if (marked[i]) parse.push_back(fences[i]);
+    }
+    return parse;
+  }
+
+  // The block rule over the Markdown tree; a report when a budget ran out.
+  std::optional<AstReport> BlockRule(const LineScan& scan) {
+    Tree tree(Parse(Grammar::kMarkdown, text_, options_.parse_timeout_micros));
+    report_.parsed_markdown = true;
+    report_.bytes_parsed += text_.size();
+    if (tree.get() == nullptr) {
+      return Skip(AstBudget::kTime,
+                  absl::StrCat("Markdown parse of ", text_.size(), " bytes exceeded ",
+                               options_.parse_timeout_micros, " µs"));
+    }
+    absl::flat_hash_map<uint64_t, Tally> tallies;
+    TSTreeCursor cursor = ts_tree_cursor_new(ts_tree_root_node(tree.get()));
+    std::optional<AstReport> result;
+    bool descend = true;
+    for (;;) {
+      if (nodes_left_ == 0) {
+        result = Skip(AstBudget::kNodes, absl::StrCat("visited ", options_.max_nodes, " nodes"));
+        break;
+      }
+      --nodes_left_;
+      ++report_.nodes_visited;
+      const TSNode node = ts_tree_cursor_current_node(&cursor);
+      const char* type = ts_node_type(node);
+      descend = false;
+      if (IsLeafBlock(type)) {
+        if (CountBlock(scan, node, type, &tallies)) break;  // the earliest block firing
+      } else if (IsContainerBlock(type)) {
+        descend = true;
+      }
+      if (descend && ts_tree_cursor_goto_first_child(&cursor)) continue;
+      bool done = false;
+      while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
+        if (!ts_tree_cursor_goto_parent(&cursor)) {
+          done = true;
+          break;
+        }
+      }
+      if (done) break;
+    }
+    ts_tree_cursor_delete(&cursor);
+    return result;
+  }
+
+  // Tallies one leaf block; true when it fired.
+  bool CountBlock(const LineScan& scan, TSNode node, const char* type,
+                  absl::flat_hash_map<uint64_t, Tally>* tallies) {
+    const TSPoint begin = ts_node_start_point(node);
+    TSPoint end = ts_node_end_point(node);
+    size_t last_row = end.row;
+    if (end.column == 0 && end.row > begin.row) --last_row;
+    uint64_t key = kBlockKeySeed;
+    uint64_t size = 0;
+    for (size_t row = begin.row; row <= last_row && row < scan.lines.size(); ++row) {
+      const Line& line = scan.lines[row];
+      if (line.normalized_size == 0) continue;
+      key = MixHash(key, line.key);
+      size += line.normalized_size;
+    }
+    if (size < options_.min_block_chars) return false;
+    const size_t offset = ts_node_start_byte(node);
+    Tally& t = (*tallies)[key];
+    if (t.count++ == 0) t.first = offset;
+    if (t.count <= options_.block_max_occurrences) return false;
+    const TSNode parent = ts_node_parent(node);
+    const bool in_list_item = !ts_node_is_null(parent) && TypeIs(ts_node_type(parent), "list_item");
+    best_.kind = AstKind::kBlock;
+    best_.offset = offset;
+    best_.first = t.first;
+    best_.occurrences = t.count;
+    best_.size = size;
+    best_.detail =
+        absl::StrCat("a ", Sv(BlockName(type, in_list_item)), " of ", size,
+                     " normalised characters first at character ", base_ + t.first, " occurs ",
+                     t.count, " times (case, whitespace, numbers and math variables folded)");
+    return true;
+  }
+
+  // The code-clone rule over each fence's syntax tree; a report when a budget ran out.
+  std::optional<AstReport> CodeRule(const std::vector<const Fence*>& fences) {
+    struct CloneTally {
+      uint32_t count = 0;
+      size_t first = 0;
+    };
+    absl::flat_hash_map<uint64_t, CloneTally> tallies;
+    for (const Fence* f : fences) {
+      // Fences after the one where a clone fired cannot fire earlier.
+      if (best_.kind != AstKind::kNone && f->code_begin > best_.offset) break;
+      const std::string_view code = text_.substr(f->code_begin, f->code_end - f->code_begin);
+      const CodeLanguage language = *f->language;
+      Tree tree(Parse(GrammarOf(language), code, options_.parse_timeout_micros));
+      ++report_.code_blocks_parsed;
+      report_.bytes_parsed += code.size();
+      if (tree.get() == nullptr) {
+        if (best_.kind != AstKind::kNone) return std::nullopt;
+        return Skip(AstBudget::kTime,
+                    absl::StrCat(Sv(CodeLanguageName(language)), " parse of ", code.size(),
+                                 " bytes exceeded ", options_.parse_timeout_micros, " µs"));
+      }
+      const uint64_t seed = MixHash(0xc0de, static_cast<uint64_t>(language));
+      const uint64_t before = nodes_left_;
+      const bool complete = VisitSubtrees(
+          tree.get(), seed, options_.min_code_nodes, &nodes_left_, [&](const Subtree& s) {
+            const size_t offset = f->code_begin + s.start_byte;
+            CloneTally& t = tallies[s.hash];
+            if (t.count++ == 0) t.first = offset;
+            if (t.count != options_.code_max_occurrences + 1) return;
+            if (!best_.Earlier(offset, s.nodes)) return;
+            best_.kind = AstKind::kCodeClone;
+            best_.offset = offset;
+            best_.first = t.first;
+            best_.occurrences = t.count;
+            best_.size = s.nodes;
+            best_.detail =
+                absl::StrCat(s.is_root ? "a whole " : "a ", Sv(CodeLanguageName(language)), " ",
+                             Sv(s.is_root ? std::string_view("code block") : s.kind), " of ",
+                             s.nodes, " syntax nodes first at character ", base_ + t.first,
+                             " occurs ", t.count, " times (identifiers and literals abstracted)");
+          });
+      report_.nodes_visited += before - nodes_left_;
+      if (!complete) {
+        if (best_.kind != AstKind::kNone) return std::nullopt;
+        return Skip(AstBudget::kNodes, absl::StrCat("visited ", options_.max_nodes, " nodes"));
+      }
+    }
+    return std::nullopt;
+  }
+
+  const std::string_view text_;
+  const size_t base_;
+  const AstOptions& options_;
+  const Clock* const clock_;
+  AstReport report_;
+  Firing best_;
+  uint64_t nodes_left_ = 0;
+};
+
+}  // namespace
+
+std::string_view AstBudgetName(AstBudget budget) {
+  switch (budget) {
+    case AstBudget::kNone:
+      return "none";
+    case AstBudget::kBytes:
+      return "bytes";
+    case AstBudget::kTime:
+      return "time";
+    case AstBudget::kNodes:
+      return "nodes";
+  }
+  return "?";
+}
+
+AstReport FindAstRepetition(std::string_view reasoning, size_t base_offset,
+                            const AstOptions& options, const Clock* clock) {
+  if (!options.enabled) return AstReport{};
+  return Detector(reasoning, base_offset, options, clock).Run();
+}
+
+}  // namespace rlscore::scorers::ast

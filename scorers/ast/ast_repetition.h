@@ -1,0 +1,88 @@
+// The AST repetition detector of SPEC §3: the loops that exact n-grams miss. Two rules, both
+// firing on the occurrence that crosses the threshold, as the n-gram rule does:
+//
+//   block      the reasoning parsed as Markdown (tree-sitter); each leaf block — paragraph, list
+//              item, heading, fenced or indented code, table — normalised (markdown_lines.h:
+//              case and whitespace folded, numbers and math variables abstracted) and hashed. A
+//              block of at least `min_block_chars` normalised characters that occurs more than
+//              `block_max_occurrences` times fires: "the same step with different numbers".
+//   code clone fenced code in an enabled language parsed with its grammar; every subtree of at
+//              least `min_code_nodes` nodes hashed with identifiers and literals abstracted
+//              (structural_hash.h). One that occurs more than `code_max_occurrences` times, in
+//              one fence or across several, fires: the same function re-emitted with renamed
+//              variables.
+//
+//   AstReport r = FindAstRepetition(reasoning, reasoning_begin, AstOptions{});
+//   if (r.kind != AstKind::kNone) { r.char_offset; r.first_char_offset; r.detail; }
+//   if (r.skipped != AstBudget::kNone) { ... "skipped: budget"; the n-gram rule still applies }
+//
+// Cost. tree-sitter parses 2-4 MB/s here: parsing every completion would cost ten times the rest
+// of scoring. A linear text pass screens first and the parsers run only when something could
+// recur: for blocks, the text's own grouping of lines into blocks, keyed exactly as the block rule
+// keys tree-sitter's blocks (markdown_lines.h); for code, windows of max(4, 2 min_code_nodes / 5)
+// token shapes (code_shape.h), and only the fences holding a recurring window are parsed. The
+// screens are necessary conditions with documented gaps: a block that Markdown groups differently
+// from the text-level grouping (HTML blocks, lazy continuation lines in quotes) may be missed, and
+// a clone of min_code_nodes nodes spans fewer tokens than the window only when it is mostly
+// single-child chains (and literals whose text the shape keeps, such as JavaScript regular
+// expressions, must match).
+//
+// Budgets: bytes parsed, each parse's tree-sitter timeout, and nodes visited. When one runs out
+// the report says which, nothing fires, and the caller's n-gram rule still applies.
+//
+// Thread-safety: safe to call concurrently; each thread parses with its own parsers (grammars.h).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "common/clock.h"
+#include "scorers/ast/grammars.h"
+
+namespace rlscore::scorers::ast {
+
+struct AstOptions {
+  bool enabled = true;
+  uint32_t block_max_occurrences = 3;  // fires when a block occurs more than this many times
+  uint32_t min_block_chars = 64;       // normalised characters of a block, at least
+  uint32_t code_max_occurrences = 3;   // fires when a code subtree occurs more than this
+  uint32_t min_code_nodes = 50;        // nodes of a code subtree, at least
+  std::array<bool, kNumCodeLanguages> languages = {true, true, true, true};  // by CodeLanguage
+  uint64_t max_parse_bytes = 256 * 1024;   // bytes handed to tree-sitter per completion
+  uint64_t parse_timeout_micros = 100000;  // each tree-sitter parse's limit
+  uint64_t max_nodes = 1000000;            // syntax-tree nodes visited per completion
+};
+
+enum class AstKind : uint8_t { kNone, kBlock, kCodeClone };
+enum class AstBudget : uint8_t { kNone, kBytes, kTime, kNodes };
+
+std::string_view AstBudgetName(AstBudget budget);  // "bytes", "time", "nodes"
+
+struct AstReport {
+  AstKind kind = AstKind::kNone;
+  // Offsets (plus the base offset given) of the occurrence that crossed the threshold and of the
+  // first occurrence; meaningful when kind != kNone.
+  size_t char_offset = 0;
+  size_t first_char_offset = 0;
+  uint32_t occurrences = 0;              // threshold + 1 when fired
+  std::string detail;                    // what recurred, or which budget ran out and by how much
+  AstBudget skipped = AstBudget::kNone;  // set only when nothing fired
+
+  // The work done, for metrics: nothing is parsed when the screens rule repetition out.
+  bool parsed_markdown = false;
+  uint32_t code_blocks_parsed = 0;
+  uint64_t bytes_parsed = 0;
+  uint64_t nodes_visited = 0;
+  double parse_seconds = 0.0;  // only when a clock was given
+};
+
+// Runs both rules over `reasoning`, whose first byte is at `base_offset` in the completion.
+// `clock`, when given, times the parses (AstReport::parse_seconds); it never changes a result.
+// REQUIRES: options.max_parse_bytes <= UINT32_MAX.
+AstReport FindAstRepetition(std::string_view reasoning, size_t base_offset,
+                            const AstOptions& options, const Clock* clock = nullptr);
+
+}  // namespace rlscore::scorers::ast

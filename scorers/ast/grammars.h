@@ -1,0 +1,49 @@
+// The tree-sitter grammars the AST repetition detector parses with (SPEC §3), and the parsers that
+// run them: Markdown (block structure; its inline grammar is built beside it) and the code
+// languages whose fences are parsed — Python, C++, C and JavaScript.
+//
+//   std::optional<CodeLanguage> lang = CodeLanguageFromInfoString("py title=\"a.py\"");  // kPython
+//   TSParser* parser = ThreadParser(GrammarOf(*lang));     // this thread's, reused across calls
+//   TSTree* tree = ts_parser_parse_string(parser, nullptr, code.data(), code.size());
+//
+// The grammars are generated C fetched at set-up time at pinned ABI-14 versions
+// (scripts/fetch_grammars.sh); Debian 12's runtime loads ABI 13-14 only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+struct TSLanguage;
+struct TSParser;
+
+namespace rlscore::scorers::ast {
+
+enum class Grammar : uint8_t { kMarkdown, kMarkdownInline, kPython, kCpp, kC, kJavaScript };
+inline constexpr int kNumGrammars = 6;
+
+// The languages of fenced code that the code-clone rule parses.
+enum class CodeLanguage : uint8_t { kPython, kCpp, kC, kJavaScript };
+inline constexpr int kNumCodeLanguages = 4;
+
+// The grammar's language, never null (the grammars are linked in).
+const TSLanguage* LanguageOf(Grammar grammar);
+Grammar GrammarOf(CodeLanguage language);
+std::string_view GrammarName(Grammar grammar);
+
+// "python", "cpp", "c", "javascript": the names profiles use.
+std::string_view CodeLanguageName(CodeLanguage language);
+std::optional<CodeLanguage> CodeLanguageFromName(std::string_view name);
+
+// The language a fence's info string names: its first word, case-insensitive, with the usual
+// aliases (py, python3, c++, cc, cxx, hpp, h, js, jsx, mjs, node, ...). nullopt for anything
+// else, including an empty info string.
+std::optional<CodeLanguage> CodeLanguageFromInfoString(std::string_view info);
+
+// This thread's parser for `grammar`, created on first use, reused by later calls on the same
+// thread and deleted when the thread exits (tree-sitter parsers are not thread-safe; one per
+// thread avoids both locking and a parser per call). The caller sets its timeout before each
+// parse and must not delete it or keep it past the current call.
+TSParser* ThreadParser(Grammar grammar);
+
+}  // namespace rlscore::scorers::ast

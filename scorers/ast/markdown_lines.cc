@@ -1,0 +1,448 @@
+#include "scorers/ast/markdown_lines.h"
+
+namespace rlscore::scorers::ast {
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// Character classes of the prose normaliser, one table lookup per byte.
+enum CharClass : uint8_t {
+  kOther,
+  kSpace,
+  kDigit,
+  kLetter,
+  kUnderscore,
+  kBackslash,
+  kDollar,
+  kBacktick,
+  kStar,
+};
+
+struct ClassTable {
+  CharClass of[256];
+  constexpr ClassTable() : of() {
+    for (int c = 0; c < 256; ++c) of[c] = kOther;
+    for (char c : {' ', '\t', '\r', '\v', '\f'}) of[static_cast<unsigned char>(c)] = kSpace;
+    for (int c = '0'; c <= '9'; ++c) of[c] = kDigit;
+    for (int c = 'a'; c <= 'z'; ++c) of[c] = kLetter;
+    for (int c = 'A'; c <= 'Z'; ++c) of[c] = kLetter;
+    of[static_cast<unsigned char>('_')] = kUnderscore;
+    of[static_cast<unsigned char>('\\')] = kBackslash;
+    of[static_cast<unsigned char>('$')] = kDollar;
+    of[static_cast<unsigned char>('`')] = kBacktick;
+    of[static_cast<unsigned char>('*')] = kStar;
+  }
+};
+constexpr ClassTable kClasses;
+CharClass ClassOf(char c) { return kClasses.of[static_cast<unsigned char>(c)]; }
+
+// Streams normalised bytes into a hash and counts them; folds whitespace runs lazily so that
+// trailing whitespace never reaches the hash. Bytes are packed eight to a word and mixed once per
+// word: a multiply per byte would be the normaliser's bottleneck.
+class Normalized {
+ public:
+  void Byte(char c) {
+    if (pending_space_) {
+      pending_space_ = false;
+      if (size_ > 0) Put(' ');
+    }
+    Put(c);
+  }
+  void Space() { pending_space_ = true; }
+  // An ASCII letter that follows another byte of the same word: no space can be pending.
+  void Letter(char c) { Put(static_cast<char>(c | 0x20)); }
+  uint64_t hash() const {
+    uint64_t h = (hash_ ^ word_) * 0x9e3779b97f4a7c15ULL;
+    return h ^ (h >> 29) ^ size_;
+  }
+  uint32_t size() const { return size_; }
+
+ private:
+  void Put(char c) {
+    word_ |= static_cast<uint64_t>(static_cast<unsigned char>(c)) << shift_;
+    ++size_;
+    shift_ += 8;
+    if (shift_ == 64) {
+      hash_ = (hash_ ^ word_) * 0x9e3779b97f4a7c15ULL;
+      hash_ ^= hash_ >> 29;
+      word_ = 0;
+      shift_ = 0;
+    }
+  }
+  uint64_t hash_ = 0xcbf29ce484222325ULL;
+  uint64_t word_ = 0;
+  uint32_t shift_ = 0;
+  uint32_t size_ = 0;
+  bool pending_space_ = false;
+};
+
+// Math and inline-code state, carried across the lines of a paragraph.
+struct MathState {
+  enum Kind : uint8_t { kNone, kDollar, kDoubleDollar, kParen, kBracket, kCode };
+  Kind kind = kNone;
+};
+
+// Skips leading block markers: indentation, `>`, bullets, ordered-list numbers, heading marks,
+// task-list boxes.
+size_t SkipMarkers(std::string_view line) {
+  size_t i = 0;
+  for (;;) {
+    while (i < line.size() && IsSpace(line[i])) ++i;
+    if (i >= line.size()) return i;
+    const auto followed_by_space = [&](size_t j) {
+      return j >= line.size() || line[j] == ' ' || line[j] == '\t';
+    };
+    const char c = line[i];
+    if (c == '>') {
+      ++i;
+      continue;
+    }
+    if ((c == '-' || c == '*' || c == '+') && followed_by_space(i + 1)) {
+      ++i;
+      continue;
+    }
+    if (c == '#') {
+      size_t j = i;
+      while (j < line.size() && line[j] == '#' && j - i < 7) ++j;
+      if (j - i <= 6 && followed_by_space(j)) {
+        i = j;
+        continue;
+      }
+      return i;
+    }
+    if (IsDigit(c)) {
+      size_t j = i;
+      while (j < line.size() && IsDigit(line[j]) && j - i < 10) ++j;
+      if (j < line.size() && (line[j] == '.' || line[j] == ')') && followed_by_space(j + 1)) {
+        i = j + 1;
+        continue;
+      }
+      return i;
+    }
+    if (c == '[' && i + 2 < line.size() && line[i + 2] == ']' &&
+        (line[i + 1] == ' ' || line[i + 1] == 'x' || line[i + 1] == 'X') &&
+        followed_by_space(i + 3)) {
+      i += 3;
+      continue;
+    }
+    return i;
+  }
+}
+
+// Normalises one prose line (see the header) and returns its hash and size.
+Normalized NormalizeProse(std::string_view line, MathState* state) {
+  // A local accumulator stays in registers; the common classes are tested before the switch,
+  // whose indirect jump would mispredict on every change of class.
+  Normalized normalized;
+  Normalized* const out = &normalized;
+  MathState local = *state;
+  MathState* const math = &local;
+  size_t i = SkipMarkers(line);
+  const size_t n = line.size();
+  while (i < n) {
+    const char c = line[i];
+    const CharClass cls = ClassOf(c);
+    if (cls == kLetter && math->kind == MathState::kNone) {
+      out->Byte(Lower(c));
+      ++i;
+      while (i < n && ClassOf(line[i]) == kLetter) out->Letter(line[i++]);
+      continue;
+    }
+    if (cls == kSpace) {
+      out->Space();
+      ++i;
+      continue;
+    }
+    if (cls == kOther) {
+      out->Byte(c);
+      ++i;
+      continue;
+    }
+    switch (cls) {
+      case kSpace:
+        out->Space();
+        ++i;
+        break;
+      case kDigit:
+        // A number: digits, with `.` or `,` between digits.
+        ++i;
+        while (i < n && (IsDigit(line[i]) || ((line[i] == '.' || line[i] == ',') && i + 1 < n &&
+                                              IsDigit(line[i + 1])))) {
+          ++i;
+        }
+        out->Byte('0');
+        break;
+      case kLetter:
+      case kUnderscore:
+        if (math->kind != MathState::kNone) {  // an identifier in math or code: abstracted
+          while (i < n && (ClassOf(line[i]) == kLetter || line[i] == '_')) ++i;
+          out->Byte('v');
+        } else {
+          out->Byte(Lower(c));
+          ++i;
+          // The common case, a word of prose: letters go straight in, folded with | 0x20.
+          while (i < n && ClassOf(line[i]) == kLetter) out->Letter(line[i++]);
+        }
+        break;
+      case kBackslash: {
+        if (i + 1 >= n) {
+          out->Byte(c);
+          ++i;
+          break;
+        }
+        const char d = line[i + 1];
+        out->Byte('\\');
+        if (IsAlpha(d)) {  // a LaTeX command: kept
+          ++i;
+          while (i < n && IsAlpha(line[i])) out->Byte(Lower(line[i++]));
+          break;
+        }
+        if (math->kind == MathState::kNone && (d == '(' || d == '[')) {
+          math->kind = d == '(' ? MathState::kParen : MathState::kBracket;
+        } else if ((d == ')' && math->kind == MathState::kParen) ||
+                   (d == ']' && math->kind == MathState::kBracket)) {
+          math->kind = MathState::kNone;
+        }
+        out->Byte(d);  // an escaped character (\$, \{, \\) is literal
+        i += 2;
+        break;
+      }
+      case kDollar: {
+        const bool twice = i + 1 < n && line[i + 1] == '$';
+        if (math->kind == MathState::kNone) {
+          math->kind = twice ? MathState::kDoubleDollar : MathState::kDollar;
+        } else if (math->kind == (twice ? MathState::kDoubleDollar : MathState::kDollar)) {
+          math->kind = MathState::kNone;
+        }
+        out->Byte('$');
+        if (twice) out->Byte('$');
+        i += twice ? 2 : 1;
+        break;
+      }
+      case kBacktick:
+        if (math->kind == MathState::kNone) {
+          math->kind = MathState::kCode;
+        } else if (math->kind == MathState::kCode) {
+          math->kind = MathState::kNone;
+        }
+        out->Byte('`');
+        ++i;
+        break;
+      case kStar:
+        if (math->kind != MathState::kNone) out->Byte(c);  // emphasis outside math is dropped
+        ++i;
+        break;
+      case kOther:
+        out->Byte(c);
+        ++i;
+        break;
+    }
+  }
+  *state = local;
+  return normalized;
+}
+
+// Code lines: case, whitespace and numbers only.
+void NormalizeCode(std::string_view line, Normalized* out) {
+  size_t i = 0;
+  const size_t n = line.size();
+  while (i < n) {
+    const char c = line[i];
+    if (IsSpace(c)) {
+      out->Space();
+      ++i;
+    } else if (IsDigit(c) && (i == 0 || !(IsAlpha(line[i - 1]) || line[i - 1] == '_'))) {
+      while (i < n && (IsDigit(line[i]) || line[i] == '.')) ++i;
+      out->Byte('0');
+    } else {
+      out->Byte(Lower(c));
+      ++i;
+    }
+  }
+}
+
+// The fence delimiter a line opens (or closes) with: its character, its length and the info
+// string after it. Zero length when the line is not a delimiter.
+struct Delimiter {
+  char fence_char = 0;
+  size_t length = 0;
+  std::string_view info;
+};
+
+Delimiter ParseDelimiter(std::string_view line) {
+  size_t i = 0;
+  while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+  if (i >= line.size() || (line[i] != '`' && line[i] != '~')) return {};
+  const char c = line[i];
+  size_t j = i;
+  while (j < line.size() && line[j] == c) ++j;
+  if (j - i < 3) return {};
+  std::string_view info = line.substr(j);
+  while (!info.empty() && IsSpace(info.front())) info.remove_prefix(1);
+  while (!info.empty() && IsSpace(info.back())) info.remove_suffix(1);
+  if (c == '`' && info.find('`') != std::string_view::npos) return {};  // CommonMark
+  return {c, j - i, info};
+}
+
+// Where a line starts a new block although the previous line was not blank: a list item, an ATX
+// heading, a block quote (after a line that was not one) or a thematic break.
+bool StartsBlock(std::string_view line, bool previous_quoted) {
+  size_t i = 0;
+  while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+  if (i >= line.size()) return false;
+  const auto space_at = [&](size_t j) {
+    return j >= line.size() || line[j] == ' ' || line[j] == '\t';
+  };
+  const char c = line[i];
+  if (c == '>') return !previous_quoted;
+  if ((c == '-' || c == '*' || c == '+') && space_at(i + 1)) return true;
+  if (c == '#') {
+    size_t j = i;
+    while (j < line.size() && line[j] == '#') ++j;
+    return j - i <= 6 && space_at(j);
+  }
+  if (IsDigit(c)) {
+    size_t j = i;
+    while (j < line.size() && IsDigit(line[j]) && j - i < 10) ++j;
+    return j < line.size() && (line[j] == '.' || line[j] == ')') && space_at(j + 1);
+  }
+  if (c == '-' || c == '*' || c == '_') {  // ---, ***, ___ (a setext underline continues instead)
+    size_t n = 0;
+    for (size_t j = i; j < line.size(); ++j) {
+      if (line[j] == c) {
+        ++n;
+      } else if (line[j] != ' ' && line[j] != '\t') {
+        return false;
+      }
+    }
+    return n >= 3 && c != '-';
+  }
+  return false;
+}
+
+bool IsAtxHeading(std::string_view line) {
+  size_t i = 0;
+  while (i < line.size() && line[i] == ' ') ++i;
+  size_t j = i;
+  while (j < line.size() && line[j] == '#') ++j;
+  return j > i && j - i <= 6 && (j == line.size() || line[j] == ' ' || line[j] == '\t');
+}
+
+bool IsQuoted(std::string_view line) {
+  const size_t i = line.find_first_not_of(" \t");
+  return i != std::string_view::npos && line[i] == '>';
+}
+
+// Groups the lines into text blocks the way Markdown groups them into leaf blocks (see the
+// header), keyed as the AST detector keys tree-sitter's blocks.
+void SegmentBlocks(std::string_view text, LineScan* scan) {
+  size_t fence = 0;
+  TextBlock* current = nullptr;
+  bool previous_quoted = false;
+  bool previous_heading = false;
+  const auto add = [&](TextBlock* block, const Line& line) {
+    if (line.normalized_size == 0) return;
+    block->key = MixHash(block->key, line.key);
+    block->normalized_size += line.normalized_size;
+  };
+  for (size_t i = 0; i < scan->lines.size(); ++i) {
+    const Line& line = scan->lines[i];
+    if (fence < scan->fences.size() && scan->fences[fence].open_line == i) {
+      const Fence& f = scan->fences[fence++];
+      TextBlock block{f.open_line, f.end_line, kBlockKeySeed, 0, true};
+      for (size_t k = f.open_line; k < f.end_line; ++k) add(&block, scan->lines[k]);
+      scan->blocks.push_back(block);
+      current = nullptr;
+      i = f.end_line - 1;
+      previous_quoted = previous_heading = false;
+      continue;
+    }
+    const std::string_view content = text.substr(line.begin, line.end - line.begin);
+    if (line.normalized_size == 0) {
+      current = nullptr;
+      previous_quoted = previous_heading = false;
+      continue;
+    }
+    if (current == nullptr || previous_heading || StartsBlock(content, previous_quoted)) {
+      scan->blocks.push_back(TextBlock{i, i + 1, kBlockKeySeed, 0, false});
+      current = &scan->blocks.back();
+    }
+    add(current, line);
+    current->end_line = i + 1;
+    previous_quoted = IsQuoted(content);
+    previous_heading = IsAtxHeading(content);
+  }
+}
+
+}  // namespace
+
+uint64_t MixHash(uint64_t h, uint64_t value) {
+  // splitmix64's finaliser over h·k ^ value: order-sensitive and well spread.
+  uint64_t z = (h ^ (value + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+LineScan ScanLines(std::string_view text) {
+  LineScan scan;
+  scan.lines.reserve(text.size() / 48 + 1);
+  MathState math;
+  Fence* open = nullptr;  // the fence being read, if any
+  Delimiter open_delimiter;
+  size_t begin = 0;
+  for (;;) {
+    const size_t nl = text.find('\n', begin);
+    const size_t end = nl == std::string_view::npos ? text.size() : nl;
+    const std::string_view content = text.substr(begin, end - begin);
+    Line line;
+    line.begin = begin;
+    line.end = end;
+    const size_t index = scan.lines.size();
+    const Delimiter d = ParseDelimiter(content);
+    Normalized normalized;
+    if (open != nullptr) {
+      line.in_fence = true;
+      if (d.length >= open_delimiter.length && d.fence_char == open_delimiter.fence_char &&
+          d.info.empty()) {
+        open->code_end = begin;
+        open->end_line = index + 1;
+        open = nullptr;
+      } else {
+        NormalizeCode(content, &normalized);
+      }
+    } else if (d.length > 0) {
+      line.in_fence = true;
+      math = MathState{};
+      Fence fence;
+      fence.open_line = index;
+      fence.code_begin = end == text.size() ? end : end + 1;
+      fence.info = d.info;
+      fence.language = CodeLanguageFromInfoString(d.info);
+      scan.fences.push_back(fence);
+      open = &scan.fences.back();
+      open_delimiter = d;
+    } else {
+      normalized = NormalizeProse(content, &math);
+      if (normalized.size() == 0) math = MathState{};  // a blank line ends a paragraph
+    }
+    if (normalized.size() > 0 || line.in_fence) {
+      line.key = MixHash(normalized.hash(), normalized.size());
+      line.normalized_size = normalized.size();
+    }
+    scan.lines.push_back(line);
+    if (nl == std::string_view::npos) break;
+    begin = nl + 1;
+  }
+  if (open != nullptr) {
+    open->code_end = text.size();
+    open->end_line = scan.lines.size();
+  }
+  SegmentBlocks(text, &scan);
+  return scan;
+}
+
+}  // namespace rlscore::scorers::ast

@@ -1,0 +1,76 @@
+// The text-level pass of the AST repetition detector: the reasoning split into lines, each line's
+// content normalised and hashed, and the fenced code blocks located. It is linear, allocation-light
+// and runs on every completion; the tree-sitter parses (tens of times slower) run only when it
+// shows that something could repeat (see ast_repetition.h).
+//
+//   LineScan scan = ScanLines(reasoning);
+//   for (const Line& line : scan.lines) line.key;       // equal keys: the same normalised line
+//   for (const Fence& f : scan.fences) f.language;      // kPython for ```py
+//
+// Normalisation (SPEC §3, "the same step with different numbers"): leading block markers dropped
+// (indentation, `>`, list bullets and numbers, `#` heading marks); ASCII case folded; runs of
+// whitespace folded to one space, trailing whitespace dropped; every number (a digit run, with
+// `.` or `,` between digits) replaced by `0`; `*` emphasis dropped; inside math (`$..$`, `$$..$$`,
+// `\(..\)`, `\[..\]`) and inline code (`..`), identifiers — letter runs not preceded by `\` — are
+// replaced by `v`, so a step that comes back with renamed variables normalises the same. LaTeX
+// commands (`\frac`) are kept. Math state carries across the lines of a paragraph and ends at a
+// blank line. Lines inside a fence get the code normalisation: case, whitespace and numbers only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "scorers/ast/grammars.h"
+
+namespace rlscore::scorers::ast {
+
+struct Line {
+  size_t begin = 0;  // byte offset of the line's first character
+  size_t end = 0;    // offset of its '\n' (or of the end of the text); a '\r' before it is content
+  uint64_t key = 0;  // hash of the normalised content; equal for equal normalised content
+  uint32_t normalized_size = 0;  // bytes of normalised content; 0 for a blank line
+  bool in_fence = false;         // a fence's delimiter or content line
+};
+
+// A fenced code block (``` or ~~~, three or more, at any indentation). One left open runs to the
+// end of the text, as CommonMark says.
+struct Fence {
+  size_t open_line = 0;   // index of the opening delimiter's line
+  size_t end_line = 0;    // one past the closing delimiter's line (or past the last line)
+  size_t code_begin = 0;  // byte range of the code between the delimiters
+  size_t code_end = 0;
+  std::string_view info;                 // the opening line's info string, trimmed
+  std::optional<CodeLanguage> language;  // CodeLanguageFromInfoString(info)
+};
+
+// The seed of a block's key: a block's key is MixHash folded over its non-blank lines' keys.
+inline constexpr uint64_t kBlockKeySeed = 0x626c6f636bULL;
+
+// Lines grouped as Markdown groups them into leaf blocks, from the text alone: a block ends at a
+// blank line and before a line that starts a list item, an ATX heading, a block quote or a
+// thematic break; an ATX heading is one line; a fence is one block. Where Markdown's grouping
+// differs (HTML blocks, lazy continuations in quotes) a block may not match tree-sitter's.
+struct TextBlock {
+  size_t first_line = 0;
+  size_t end_line = 0;  // one past the last line
+  uint64_t key = kBlockKeySeed;
+  uint32_t normalized_size = 0;
+  bool fenced = false;
+};
+
+struct LineScan {
+  std::vector<Line> lines;  // lines[i] is row i as tree-sitter counts rows (split at '\n')
+  std::vector<Fence> fences;
+  std::vector<TextBlock> blocks;  // in text order; blank lines belong to none
+};
+
+// Mixes `value` into the running hash `h` (order-sensitive, 64-bit).
+uint64_t MixHash(uint64_t h, uint64_t value);
+
+// Pure; O(text.size()). Offsets are relative to `text`.
+LineScan ScanLines(std::string_view text);
+
+}  // namespace rlscore::scorers::ast

@@ -1,0 +1,312 @@
+#include "scorers/ast/ast_repetition.h"
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "gtest/gtest.h"
+
+namespace rlscore::scorers::ast {
+namespace {
+
+// A Python function, its identifiers replaced by `name`, `a`, `b` and its constant by `k`.
+std::string PythonFunction(const std::string& name, const std::string& a, const std::string& b,
+                           int k) {
+  return absl::StrCat("def ", name, "(", a, ", ", b, "):\n", "    total = 0\n",
+                      "    for i in range(", a, "):\n", "        if i % ", k, " == 0:\n",
+                      "            total += i * ", b, "\n", "        else:\n",
+                      "            total -= ", b, "\n", "    return total\n");
+}
+
+// The same function re-emitted `copies` times in separate fences with renamed identifiers, as a
+// looping code model does ("let me rewrite it more cleanly").
+std::string RenamedFunctionLoop(int copies) {
+  static const char* const kNames[][3] = {{"solve", "n", "m"},
+                                          {"compute", "count", "scale"},
+                                          {"helper", "limit", "factor"},
+                                          {"final_answer", "size", "weight"},
+                                          {"attempt", "upto", "mult"}};
+  std::string text = "Let me write the solution.\n\n";
+  for (int c = 0; c < copies; ++c) {
+    absl::StrAppend(&text, c == 0 ? "Here is a first version:\n\n" : "Let me restate it:\n\n",
+                    "```python\n", PythonFunction(kNames[c][0], kNames[c][1], kNames[c][2], 2 + c),
+                    "```\n\n");
+  }
+  return text;
+}
+
+TEST(AstRepetition, FunctionRepeatedWithRenamedIdentifiersFiresCodeClone) {
+  const std::string text = RenamedFunctionLoop(4);
+  const AstReport r = FindAstRepetition(text, 100, AstOptions{});
+  ASSERT_EQ(r.kind, AstKind::kCodeClone) << r.detail;
+  EXPECT_EQ(r.occurrences, 4u);
+  // The firing occurrence is the fourth function, the first one the first.
+  const size_t fourth = text.find("def final_answer");
+  ASSERT_NE(fourth, std::string::npos);
+  EXPECT_EQ(r.char_offset, 100 + fourth);
+  EXPECT_EQ(r.first_char_offset, 100 + text.find("def solve"));
+  // Each fence holds just the function: the whole code block is the clone, and the report says
+  // so rather than naming its largest inner node.
+  EXPECT_NE(r.detail.find("a whole python code block of"), std::string::npos) << r.detail;
+  EXPECT_GT(r.code_blocks_parsed, 0u);
+}
+
+TEST(AstRepetition, ThreeCopiesDoNotFire) {
+  const AstReport r = FindAstRepetition(RenamedFunctionLoop(3), 0, AstOptions{});
+  EXPECT_EQ(r.kind, AstKind::kNone) << r.detail;
+  EXPECT_EQ(r.skipped, AstBudget::kNone);
+}
+
+TEST(AstRepetition, ClonesInOneFenceCount) {
+  std::string code = "```py\n";
+  for (int c = 0; c < 4; ++c) {
+    absl::StrAppend(
+        &code,
+        PythonFunction(absl::StrCat("f", c), absl::StrCat("x", c), absl::StrCat("y", c), c + 3),
+        "\n");
+  }
+  code += "```\n";
+  const AstReport r = FindAstRepetition(code, 0, AstOptions{});
+  ASSERT_EQ(r.kind, AstKind::kCodeClone) << r.detail;
+  EXPECT_EQ(r.char_offset, code.find("def f3"));
+  EXPECT_NE(r.detail.find("a python function_definition of"), std::string::npos) << r.detail;
+}
+
+TEST(AstRepetition, EveryLanguageFindsItsClones) {
+  struct Case {
+    const char* fence;
+    const char* function;  // %N% and %V% replaced per copy
+  };
+  const Case cases[] = {
+      {"cpp",
+       "int %N%(const std::vector<int>& %V%) {\n  int best = 0;\n  for (size_t i = 0; i < "
+       "%V%.size(); ++i) {\n    if (%V%[i] > best) best = %V%[i] * 2 + 1;\n  }\n  return "
+       "best;\n}\n"},
+      {"c",
+       "static long %N%(const long *%V%, int len) {\n  long acc = 0;\n  for (int i = 0; i < len; "
+       "i++) {\n    if (%V%[i] % 2 == 0) acc += %V%[i] * 3;\n    else acc -= 1;\n  }\n  return "
+       "acc;\n}\n"},
+      {"javascript",
+       "function %N%(%V%) {\n  let acc = 0;\n  for (let i = 0; i < %V%.length; i++) {\n    if "
+       "(%V%[i] > 10) { acc += %V%[i] * 2; } else { acc -= 1; }\n  }\n  return acc;\n}\n"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.fence);
+    std::string text;
+    for (int k = 0; k < 4; ++k) {
+      absl::StrAppend(&text, "Another try:\n\n```", c.fence, "\n",
+                      absl::StrReplaceAll(c.function, {{"%N%", absl::StrCat("fn", k, "x")},
+                                                       {"%V%", absl::StrCat("values", k)}}),
+                      "```\n\n");
+    }
+    const AstReport r = FindAstRepetition(text, 0, AstOptions{});
+    EXPECT_EQ(r.kind, AstKind::kCodeClone) << r.detail;
+    EXPECT_EQ(r.occurrences, 4u);
+  }
+}
+
+TEST(AstRepetition, LanguagesCanBeTurnedOff) {
+  AstOptions options;
+  options.languages[static_cast<size_t>(CodeLanguage::kPython)] = false;
+  const AstReport r = FindAstRepetition(RenamedFunctionLoop(5), 0, options);
+  EXPECT_EQ(r.kind, AstKind::kNone) << r.detail;
+  EXPECT_EQ(r.code_blocks_parsed, 0u);
+}
+
+TEST(AstRepetition, UnknownLanguageIsNotParsed) {
+  std::string text = RenamedFunctionLoop(5);
+  text = absl::StrReplaceAll(text, {{"```python", "```cobol"}});
+  const AstReport r = FindAstRepetition(text, 0, AstOptions{});
+  EXPECT_EQ(r.kind, AstKind::kNone) << r.detail;
+  EXPECT_EQ(r.code_blocks_parsed, 0u);
+}
+
+// A derivation step that comes back with different numbers (and renamed variables).
+std::string DerivationLoop(int copies) {
+  std::string text = "We need the smallest $n$ with the property.\n\n";
+  static const char* const kVars[] = {"x", "y", "t", "u", "s"};
+  for (int c = 0; c < copies; ++c) {
+    const int a = 3 + 7 * c;
+    const int b = 11 + 5 * c;
+    absl::StrAppend(&text, "Substituting $", kVars[c], " = ", a, "$ into the equation gives $",
+                    kVars[c], "^2 + ", b, kVars[c], " = ", a * a + b * a, "$, and reducing modulo ",
+                    b, " we get a remainder of ", (a * a) % b,
+                    ", so this case does not work either.\n\n",
+                    "Let me try the next value instead.\n\n");
+  }
+  return text;
+}
+
+TEST(AstRepetition, DerivationRepeatedWithDifferentNumbersFiresBlock) {
+  const std::string text = DerivationLoop(4);
+  const AstReport r = FindAstRepetition(text, 7, AstOptions{});
+  ASSERT_EQ(r.kind, AstKind::kBlock) << r.detail;
+  EXPECT_EQ(r.occurrences, 4u);
+  size_t fourth = 0;
+  for (int k = 0; k < 4; ++k) fourth = text.find("Substituting", k == 0 ? 0 : fourth + 1);
+  EXPECT_EQ(r.char_offset, 7 + fourth);
+  EXPECT_EQ(r.first_char_offset, 7 + text.find("Substituting"));
+  EXPECT_NE(r.detail.find("paragraph"), std::string::npos) << r.detail;
+  EXPECT_TRUE(r.parsed_markdown);
+}
+
+TEST(AstRepetition, ThreeDerivationsDoNotFire) {
+  const AstReport r = FindAstRepetition(DerivationLoop(3), 0, AstOptions{});
+  EXPECT_EQ(r.kind, AstKind::kNone) << r.detail;
+}
+
+TEST(AstRepetition, ListItemsAndHeadingsAreBlocks) {
+  std::string text;
+  for (int c = 0; c < 4; ++c) {
+    absl::StrAppend(&text, "## Attempt ", c + 1, "\n\n- Check whether ", 10 + c,
+                    " divides the product of the first ", 20 + c,
+                    " primes, which would settle the question.\n- Next.\n\n");
+  }
+  const AstReport r = FindAstRepetition(text, 0, AstOptions{});
+  ASSERT_EQ(r.kind, AstKind::kBlock) << r.detail;
+  EXPECT_NE(r.detail.find("list item"), std::string::npos) << r.detail;
+}
+
+TEST(AstRepetition, ShortBlocksDoNotFire) {
+  std::string text;
+  for (int c = 0; c < 10; ++c) absl::StrAppend(&text, "Let me check case ", c, ".\n\n");
+  const AstReport r = FindAstRepetition(text, 0, AstOptions{});
+  EXPECT_EQ(r.kind, AstKind::kNone) << r.detail;
+}
+
+TEST(AstRepetition, MinimumBlockSizeIsAnOption) {
+  std::string text;
+  for (int c = 0; c < 5; ++c) absl::StrAppend(&text, "Let me check case number ", c, " now.\n\n");
+  AstOptions options;
+  EXPECT_EQ(FindAstRepetition(text, 0, options).kind, AstKind::kNone);
+  options.min_block_chars = 16;
+  EXPECT_EQ(FindAstRepetition(text, 0, options).kind, AstKind::kBlock);
+}
+
+TEST(AstRepetition, NothingRepeatsNothingParsed) {
+  const std::string text =
+      "We compute the sum of the first $n$ odd numbers and find $n^2$.\n\n"
+      "```python\nprint(sum(range(1, 20, 2)))\n```\n\nSo the answer is 100.";
+  const AstReport r = FindAstRepetition(text, 0, AstOptions{});
+  EXPECT_EQ(r.kind, AstKind::kNone);
+  EXPECT_FALSE(r.parsed_markdown);
+  EXPECT_EQ(r.code_blocks_parsed, 0u);
+  EXPECT_EQ(r.bytes_parsed, 0u);
+}
+
+TEST(AstRepetition, DisabledDoesNothing) {
+  AstOptions options;
+  options.enabled = false;
+  EXPECT_EQ(FindAstRepetition(DerivationLoop(6), 0, options).kind, AstKind::kNone);
+}
+
+TEST(AstRepetition, ByteBudgetSkips) {
+  AstOptions options;
+  options.max_parse_bytes = 100;
+  const AstReport r = FindAstRepetition(DerivationLoop(6), 0, options);
+  EXPECT_EQ(r.kind, AstKind::kNone);
+  EXPECT_EQ(r.skipped, AstBudget::kBytes);
+  EXPECT_EQ(r.detail.rfind("skipped: budget (bytes", 0), 0u) << r.detail;
+  EXPECT_FALSE(r.parsed_markdown);
+}
+
+TEST(AstRepetition, NodeBudgetSkips) {
+  AstOptions options;
+  options.max_nodes = 5;
+  const AstReport r = FindAstRepetition(DerivationLoop(6), 0, options);
+  EXPECT_EQ(r.kind, AstKind::kNone);
+  EXPECT_EQ(r.skipped, AstBudget::kNodes) << r.detail;
+  options.max_nodes = 5;
+  const AstReport code = FindAstRepetition(RenamedFunctionLoop(5), 0, options);
+  EXPECT_EQ(code.skipped, AstBudget::kNodes) << code.detail;
+}
+
+TEST(AstRepetition, TimeBudgetSkips) {
+  // A megabyte of looping prose cannot be parsed in one microsecond on any machine: the parse is
+  // abandoned and reported, not waited for.
+  std::string text;
+  while (text.size() < (1 << 20)) text += DerivationLoop(5);
+  AstOptions options;
+  options.max_parse_bytes = 8u << 20;
+  options.parse_timeout_micros = 1;
+  const AstReport r = FindAstRepetition(text, 0, options);
+  EXPECT_EQ(r.kind, AstKind::kNone);
+  EXPECT_EQ(r.skipped, AstBudget::kTime) << r.detail;
+  // The thread's parser was reset and parses the next completion normally.
+  EXPECT_EQ(FindAstRepetition(DerivationLoop(4), 0, AstOptions{}).kind, AstKind::kBlock);
+}
+
+TEST(AstRepetition, HostileInputIsHandled) {
+  std::string junk;
+  uint64_t x = 88172645463325252ULL;
+  for (int i = 0; i < 20000; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    junk += static_cast<char>(x & 0xff);
+  }
+  const std::string cases[] = {
+      "",
+      "\n\n\n",
+      "```",
+      "```python",
+      "```python\n",
+      "```python\ndef f(:\n  return ((((\n",  // unterminated fence, broken code
+      std::string(5000, '`'),
+      std::string(5000, '$'),
+      std::string(20000, '(') + "```c\n" + std::string(20000, '{'),
+      "```js\n" + std::string(30000, '[') + "\n```\n",
+      junk,
+      "```cpp\n" + junk + "\n```\n" + junk,
+      std::string("a\0b\0c", 5) + "```py\n\0\0\0\n```",
+      "> > > > - - - 1. 2. ### ``` ~~~\n" + std::string(3000, '>'),
+  };
+  for (const std::string& text : cases) {
+    SCOPED_TRACE(text.substr(0, 40));
+    const AstReport r = FindAstRepetition(text, 0, AstOptions{});
+    EXPECT_LE(r.char_offset, text.size());
+    EXPECT_LE(r.first_char_offset, r.char_offset);
+  }
+  // Junk repeated is still a repetition: the same bytes four times are the same block.
+  std::string blocks;
+  const std::string line = junk.substr(0, 200);
+  std::string printable;
+  for (char c : line) printable += static_cast<char>('a' + (static_cast<unsigned char>(c) % 26));
+  for (int k = 0; k < 4; ++k) blocks += printable + "\n\n";
+  EXPECT_EQ(FindAstRepetition(blocks, 0, AstOptions{}).kind, AstKind::kBlock);
+}
+
+TEST(AstRepetition, ParsersArePerThread) {
+  const std::string code = RenamedFunctionLoop(4);
+  const std::string prose = DerivationLoop(4);
+  std::vector<std::thread> threads;
+  std::vector<int> failures(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        failures[t] += FindAstRepetition(code, 0, AstOptions{}).kind != AstKind::kCodeClone;
+        failures[t] += FindAstRepetition(prose, 0, AstOptions{}).kind != AstKind::kBlock;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
+}
+
+TEST(AstRepetition, ClockTimesTheParse) {
+  class Stepping final : public Clock {
+   public:
+    absl::Time Now() const override { return absl::UnixEpoch() + absl::Seconds(calls_++); }
+
+   private:
+    mutable int calls_ = 0;
+  };
+  Stepping clock;
+  const AstReport r = FindAstRepetition(DerivationLoop(4), 0, AstOptions{}, &clock);
+  EXPECT_EQ(r.parse_seconds, 1.0);
+}
+
+}  // namespace
+}  // namespace rlscore::scorers::ast

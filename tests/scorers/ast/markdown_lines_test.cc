@@ -1,0 +1,149 @@
+#include "scorers/ast/markdown_lines.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace rlscore::scorers::ast {
+namespace {
+
+// The key of a one-line text.
+uint64_t KeyOf(const std::string& line) {
+  const LineScan scan = ScanLines(line);
+  return scan.lines.at(0).key;
+}
+
+TEST(MarkdownLines, SplitsAtNewlinesLikeTreeSitterRows) {
+  const LineScan scan = ScanLines("a\n\nb\r\nc");
+  ASSERT_EQ(scan.lines.size(), 4u);
+  EXPECT_EQ(scan.lines[0].begin, 0u);
+  EXPECT_EQ(scan.lines[0].end, 1u);
+  EXPECT_EQ(scan.lines[1].normalized_size, 0u);  // blank
+  EXPECT_EQ(scan.lines[2].begin, 3u);
+  EXPECT_EQ(scan.lines[3].begin, 6u);
+  EXPECT_EQ(scan.lines[3].end, 7u);
+  EXPECT_EQ(ScanLines("").lines.size(), 1u);
+  EXPECT_EQ(ScanLines("x\n").lines.size(), 2u);
+}
+
+TEST(MarkdownLines, EquivalentLines) {
+  struct Case {
+    const char* a;
+    const char* b;
+  };
+  const Case same[] = {
+      {"We get 12 apples.", "we  get 7 APPLES."},            // case, spaces, numbers
+      {"Total: 3.14159 and 1,000,000", "Total: 2.5 and 7"},  // decimals, separators
+      {"- Check the sum", "* Check the sum"},                // bullets
+      {"1. Check the sum", "12) Check the sum"},             // ordered items
+      {"## Step 3: verify", "Step 9: verify"},               // heading marks
+      {"> quoted text here", "quoted text here"},            // block quotes
+      {"- [x] done item", "- [ ] done item"},                // task boxes
+      {"**Step 1.** Expand", "Step 2. Expand"},              // emphasis
+      {"so $x^2 + y = 4$ holds", "so $t^2 + u = 9$ holds"},  // math variables
+      {"so \\(a+b\\) holds", "so \\(c+d\\) holds"},          // \( \) math
+      {"call `foo(bar)` now", "call `baz(qux)` now"},        // inline code
+      {"trailing spaces   ", "trailing spaces"},
+  };
+  for (const Case& c : same) {
+    SCOPED_TRACE(std::string(c.a) + " | " + c.b);
+    EXPECT_EQ(KeyOf(c.a), KeyOf(c.b));
+  }
+  const Case different[] = {
+      {"We get apples.", "We get pears."},                     // words outside math
+      {"so $\\frac{x}{2}$ holds", "so $\\sqrt{x}{2}$ holds"},  // LaTeX commands kept
+      {"so $x + y$ holds", "so $x - y$ holds"},                // operators kept
+      {"cost \\$5 for x", "cost \\$5 for y"},                  // an escaped dollar is text
+      {"a b", "ab"},
+  };
+  for (const Case& c : different) {
+    SCOPED_TRACE(std::string(c.a) + " | " + c.b);
+    EXPECT_NE(KeyOf(c.a), KeyOf(c.b));
+  }
+}
+
+TEST(MarkdownLines, MathStateCarriesWithinAParagraphOnly) {
+  // The display math opened on line 0 covers line 1, whose variables are abstracted...
+  const LineScan a = ScanLines("$$\nx + y = 1\n$$");
+  const LineScan b = ScanLines("$$\np + q = 2\n$$");
+  EXPECT_EQ(a.lines[1].key, b.lines[1].key);
+  // ... but an unclosed `$` does not leak past a blank line.
+  const LineScan c = ScanLines("costs $5\n\nx + y");
+  const LineScan d = ScanLines("costs $5\n\np + q");
+  EXPECT_NE(c.lines[2].key, d.lines[2].key);
+}
+
+TEST(MarkdownLines, FindsFences) {
+  const std::string text =
+      "Intro\n```python title=a.py\ndef f():\n    return 1\n```\nmid\n~~~~\nraw\n~~~\nstill raw\n"
+      "~~~~~\nend\n````js\nunterminated";
+  const LineScan scan = ScanLines(text);
+  ASSERT_EQ(scan.fences.size(), 3u);
+  const Fence& py = scan.fences[0];
+  EXPECT_EQ(py.language, CodeLanguage::kPython);
+  EXPECT_EQ(py.info, "python title=a.py");
+  EXPECT_EQ(text.substr(py.code_begin, py.code_end - py.code_begin), "def f():\n    return 1\n");
+  EXPECT_EQ(py.open_line, 1u);
+  EXPECT_EQ(py.end_line, 5u);
+  // A closing fence needs at least the opening's length: `~~~` does not close `~~~~`.
+  const Fence& raw = scan.fences[1];
+  EXPECT_FALSE(raw.language.has_value());
+  EXPECT_EQ(text.substr(raw.code_begin, raw.code_end - raw.code_begin), "raw\n~~~\nstill raw\n");
+  // An unterminated fence runs to the end.
+  const Fence& js = scan.fences[2];
+  EXPECT_EQ(js.language, CodeLanguage::kJavaScript);
+  EXPECT_EQ(js.code_end, text.size());
+  EXPECT_EQ(js.end_line, scan.lines.size());
+  for (size_t i = py.open_line; i < py.end_line; ++i) EXPECT_TRUE(scan.lines[i].in_fence);
+  EXPECT_FALSE(scan.lines[0].in_fence);
+  EXPECT_FALSE(scan.lines[5].in_fence);
+}
+
+TEST(MarkdownLines, FencedCodeKeysIgnoreNumbersNotNames) {
+  const LineScan a = ScanLines("```py\nx = 10\n```\n```py\nx = 99\n```\n```py\ny = 10\n```");
+  ASSERT_EQ(a.blocks.size(), 3u);
+  for (const TextBlock& b : a.blocks) EXPECT_TRUE(b.fenced);
+  EXPECT_EQ(a.blocks[0].key, a.blocks[1].key);
+  EXPECT_NE(a.blocks[0].key, a.blocks[2].key);
+}
+
+// The text-level grouping follows Markdown's leaf blocks.
+TEST(MarkdownLines, GroupsLinesIntoBlocks) {
+  const std::string text =
+      "First paragraph\nwith two lines.\n"  // 0-1: one paragraph
+      "# Heading\n"                         // 2: a heading interrupts it, and is one line
+      "Right after the heading.\n"          // 3
+      "\n"
+      "- item one\n"      // 5
+      "  continued\n"     // 6: continues the item
+      "- item two\n"      // 7
+      "  - nested\n"      // 8
+      "> quoted\n"        // 9
+      "> still quoted\n"  // 10
+      "\n"
+      "Title\n---\n"      // 12-13: a setext heading
+      "***\n"             // 14: a thematic break, no content: no block
+      "```\ncode\n```\n"  // 15-17
+      "after";            // 18
+  const LineScan scan = ScanLines(text);
+  std::vector<std::pair<size_t, size_t>> got;
+  for (const TextBlock& b : scan.blocks) got.emplace_back(b.first_line, b.end_line);
+  const std::vector<std::pair<size_t, size_t>> want = {
+      {0, 2}, {2, 3}, {3, 4}, {5, 7}, {7, 8}, {8, 9}, {9, 11}, {12, 14}, {15, 18}, {18, 19}};
+  EXPECT_EQ(got, want);
+  // A block's key folds its lines' keys: equal blocks, equal keys.
+  const LineScan twice = ScanLines("Some text\nover lines 1.\n\nSome  TEXT\nover lines 2.");
+  ASSERT_EQ(twice.blocks.size(), 2u);
+  EXPECT_EQ(twice.blocks[0].key, twice.blocks[1].key);
+  EXPECT_EQ(twice.blocks[0].normalized_size, twice.blocks[1].normalized_size);
+}
+
+TEST(MarkdownLines, BacktickInfoStringWithBacktickIsNotAFence) {
+  EXPECT_TRUE(ScanLines("``` a`b\ncode").fences.empty());
+  EXPECT_EQ(ScanLines("~~~ a`b\ncode").fences.size(), 1u);
+}
+
+}  // namespace
+}  // namespace rlscore::scorers::ast
