@@ -1,5 +1,8 @@
 #include "scorers/ast/markdown_lines.h"
 
+#include <bit>
+#include <cstring>
+
 namespace rlscore::scorers::ast {
 namespace {
 
@@ -54,6 +57,19 @@ class Normalized {
   void Space() { pending_space_ = true; }
   // An ASCII letter that follows another byte of the same word: no space can be pending.
   void Letter(char c) { Put(static_cast<char>(c | 0x20)); }
+  // Eight normalised bytes at once, the first in the lowest byte of `v`; no space pending.
+  void Eight(uint64_t v) {
+    if (shift_ == 0) {
+      word_ = v;
+      Flush();
+      word_ = 0;
+    } else {
+      word_ |= v << shift_;
+      Flush();
+      word_ = v >> (64 - shift_);
+    }
+    size_ += 8;
+  }
   uint64_t hash() const {
     uint64_t h = (hash_ ^ word_) * 0x9e3779b97f4a7c15ULL;
     return h ^ (h >> 29) ^ size_;
@@ -66,11 +82,14 @@ class Normalized {
     ++size_;
     shift_ += 8;
     if (shift_ == 64) {
-      hash_ = (hash_ ^ word_) * 0x9e3779b97f4a7c15ULL;
-      hash_ ^= hash_ >> 29;
+      Flush();
       word_ = 0;
       shift_ = 0;
     }
+  }
+  void Flush() {
+    hash_ = (hash_ ^ word_) * 0x9e3779b97f4a7c15ULL;
+    hash_ ^= hash_ >> 29;
   }
   uint64_t hash_ = 0xcbf29ce484222325ULL;
   uint64_t word_ = 0;
@@ -78,6 +97,20 @@ class Normalized {
   uint32_t size_ = 0;
   bool pending_space_ = false;
 };
+
+// Eight bytes of plain prose that normalise to themselves with case folded: ASCII letters and
+// single spaces, ending with a letter (so no space is trailing). SWAR: one test per 8 bytes.
+static_assert(std::endian::native == std::endian::little,
+              "Normalized::Eight packs bytes as a little-endian load does");
+bool PlainProse(uint64_t v) {
+  constexpr uint64_t kOnes = 0x0101010101010101ULL;
+  constexpr uint64_t kHigh = 0x8080808080808080ULL;
+  if ((v & kHigh) != 0) return false;  // bytes below 0x80, so no carry crosses a byte below
+  const uint64_t x = v | (kOnes * 0x20);
+  const uint64_t letters = (x + kOnes * 0x1f) & (kOnes * 0xfa - x) & kHigh;  // 'a' <= x <= 'z'
+  const uint64_t spaces = ~((v ^ (kOnes * 0x20)) + kOnes * 0x7f) & kHigh;    // v == ' '
+  return (letters | spaces) == kHigh && (spaces & (spaces << 8)) == 0 && (letters >> 63) != 0;
+}
 
 // Math and inline-code state, carried across the lines of a paragraph.
 struct MathState {
@@ -148,7 +181,17 @@ Normalized NormalizeProse(std::string_view line, MathState* state) {
     if (cls == kLetter && math->kind == MathState::kNone) {
       out->Byte(Lower(c));
       ++i;
-      while (i < n && ClassOf(line[i]) == kLetter) out->Letter(line[i++]);
+      for (;;) {
+        while (i + 8 <= n) {  // runs of words and single spaces, eight bytes at a time
+          uint64_t v;
+          std::memcpy(&v, line.data() + i, 8);  // little-endian: text order from the low byte
+          if (!PlainProse(v)) break;
+          out->Eight(v | 0x2020202020202020ULL);
+          i += 8;
+        }
+        if (i >= n || ClassOf(line[i]) != kLetter) break;
+        out->Letter(line[i++]);
+      }
       continue;
     }
     if (cls == kSpace) {

@@ -64,6 +64,36 @@ TEST(MarkdownLines, EquivalentLines) {
   }
 }
 
+// Plain prose is hashed eight bytes at a time; anything else byte by byte. Doubling every space
+// forces the byte path everywhere and must not change a key.
+TEST(MarkdownLines, WordAtATimeAgreesWithByteAtATime) {
+  uint64_t x = 0x9e3779b97f4a7c15ULL;
+  const auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  // No backslash: "\ " is an escaped space, kept literally, so doubling it changes the line.
+  const std::string alphabet =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ      .,;:!?0123$`*";
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string line;
+    const size_t length = next() % 120;
+    for (size_t i = 0; i < length; ++i) line += alphabet[next() % alphabet.size()];
+    std::string doubled;
+    for (char c : line) doubled += c == ' ' ? std::string("  ") : std::string(1, c);
+    SCOPED_TRACE(line);
+    EXPECT_EQ(KeyOf(line), KeyOf(doubled));
+    EXPECT_EQ(ScanLines(line).lines[0].normalized_size,
+              ScanLines(doubled).lines[0].normalized_size);
+  }
+  EXPECT_EQ(KeyOf("The Quick Brown Fox Jumps Over The Lazy Dog Again And Again"),
+            KeyOf("the  quick  brown  fox  jumps  over  the  lazy  dog  again  and  again"));
+  EXPECT_NE(KeyOf("the quick brown fox jumps over the lazy dog again and again"),
+            KeyOf("the quick brown fox jumps over the lazy cat again and again"));
+}
+
 TEST(MarkdownLines, MathStateCarriesWithinAParagraphOnly) {
   // The display math opened on line 0 covers line 1, whose variables are abstracted...
   const LineScan a = ScanLines("$$\nx + y = 1\n$$");
