@@ -159,6 +159,7 @@ class Detector {
       }
       fences.push_back(&f);
       shapes.emplace_back();
+      shapes.back().reserve((f.code_end - f.code_begin) / 3);
       AppendShapeTokens(text_.substr(f.code_begin, f.code_end - f.code_begin), *f.language,
                         &shapes.back());
     }

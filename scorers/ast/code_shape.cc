@@ -67,7 +67,15 @@ std::vector<bool> SequencesWithRecurringWindow(std::span<const std::vector<uint3
     uint32_t count = 0;
     size_t last = 0;  // global position of the last occurrence counted
   };
+  size_t windows = 0;
+  for (const std::vector<uint32_t>& tokens : sequences) {
+    if (tokens.size() >= window) windows += tokens.size() - window + 1;
+  }
+  // Fewer disjoint windows than the threshold can fit: nothing can recur (the common case for a
+  // short snippet), and no table is built.
+  if (windows / window + sequences.size() <= max_occurrences) return marked;
   absl::flat_hash_map<uint64_t, Seen> seen;
+  seen.reserve(windows);  // one insertion per window at most: no rehash on the way
   constexpr uint64_t kBase = 0x100000001b3ULL;  // polynomial rolling hash mod 2^64
   uint64_t top = 1;                             // kBase^(window - 1)
   for (uint32_t k = 1; k < window; ++k) top *= kBase;
