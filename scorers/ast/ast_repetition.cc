@@ -16,7 +16,7 @@
 namespace rlscore::scorers::ast {
 namespace {
 
-// One recurring unit: how often it was seen, where first, and where it crossed the threshold.
+// One recurring unit: how often it was seen, and where first.
 struct Tally {
   uint32_t count = 0;
   size_t first = 0;
@@ -99,41 +99,40 @@ class Detector {
   AstReport Run() {
     const LineScan scan = ScanLines(text_);
     const bool blocks = BlockScreen(scan);
-    std::vector<const Fence*> code;
-    if (options_.code_max_occurrences > 0) code = CodeScreen(scan);
+    const std::vector<const Fence*> code = CodeScreen(scan);
     if (!blocks && code.empty()) return std::move(report_);
 
     uint64_t bytes = blocks ? text_.size() : 0;
     for (const Fence* f : code) bytes += f->code_end - f->code_begin;
     if (bytes > options_.max_parse_bytes) {
-      return Skip(AstBudget::kBytes,
-                  absl::StrCat(bytes, " bytes to parse, budget ", options_.max_parse_bytes));
+      Stop(AstBudget::kBytes,
+           absl::StrCat(bytes, " bytes to parse, budget ", options_.max_parse_bytes));
+      return std::move(report_);
     }
     nodes_left_ = options_.max_nodes;
     const std::optional<absl::Time> start =
         clock_ != nullptr ? std::optional<absl::Time>(clock_->Now()) : std::nullopt;
-    std::optional<AstReport> skipped;
-    if (blocks) skipped = BlockRule(scan);
-    if (!skipped.has_value() && !code.empty()) skipped = CodeRule(code);
+    if (!blocks || BlockRule(scan)) CodeRule(code);
+    // Timed whether or not a budget stopped it: the parses that time out are the slow ones.
     if (start.has_value()) report_.parse_seconds = absl::ToDoubleSeconds(clock_->Now() - *start);
-    if (best_.kind != AstKind::kNone) {
+    if (best_.kind != AstKind::kNone) {  // a firing stands even if a later parse ran out
       report_.kind = best_.kind;
       report_.char_offset = base_ + best_.offset;
       report_.first_char_offset = base_ + best_.first;
       report_.occurrences = best_.occurrences;
       report_.detail = std::move(best_.detail);
-      return std::move(report_);
+      report_.skipped = AstBudget::kNone;
     }
-    if (skipped.has_value()) return std::move(*skipped);
     return std::move(report_);
   }
 
  private:
-  AstReport Skip(AstBudget budget, std::string detail) {
-    AstReport r = std::move(report_);
-    r.skipped = budget;
-    r.detail = absl::StrCat("skipped: budget (", Sv(AstBudgetName(budget)), ": ", detail, ")");
-    return r;
+  // Records that `budget` ran out; returns false, for "stop".
+  bool Stop(AstBudget budget, std::string_view detail) {
+    report_.skipped = budget;
+    report_.detail =
+        absl::StrCat("skipped: budget (", Sv(AstBudgetName(budget)), ": ", Sv(detail), ")");
+    return false;
   }
 
   // Could some block recur? Counts the text-level blocks (markdown_lines.h), which are keyed as
@@ -176,23 +175,23 @@ class Detector {
     return parse;
   }
 
-  // The block rule over the Markdown tree; a report when a budget ran out.
-  std::optional<AstReport> BlockRule(const LineScan& scan) {
+  // The block rule over the Markdown tree; false when a budget stopped it.
+  bool BlockRule(const LineScan& scan) {
     Tree tree(Parse(Grammar::kMarkdown, text_, options_.parse_timeout_micros));
     report_.parsed_markdown = true;
     report_.bytes_parsed += text_.size();
     if (tree.get() == nullptr) {
-      return Skip(AstBudget::kTime,
+      return Stop(AstBudget::kTime,
                   absl::StrCat("Markdown parse of ", text_.size(), " bytes exceeded ",
                                options_.parse_timeout_micros, " µs"));
     }
     absl::flat_hash_map<uint64_t, Tally> tallies;
     TSTreeCursor cursor = ts_tree_cursor_new(ts_tree_root_node(tree.get()));
-    std::optional<AstReport> result;
+    bool complete = true;
     bool descend = true;
     for (;;) {
       if (nodes_left_ == 0) {
-        result = Skip(AstBudget::kNodes, absl::StrCat("visited ", options_.max_nodes, " nodes"));
+        complete = Stop(AstBudget::kNodes, absl::StrCat("visited ", options_.max_nodes, " nodes"));
         break;
       }
       --nodes_left_;
@@ -216,7 +215,7 @@ class Detector {
       if (done) break;
     }
     ts_tree_cursor_delete(&cursor);
-    return result;
+    return complete;
   }
 
   // Tallies one leaf block; true when it fired.
@@ -253,13 +252,9 @@ class Detector {
     return true;
   }
 
-  // The code-clone rule over each fence's syntax tree; a report when a budget ran out.
-  std::optional<AstReport> CodeRule(const std::vector<const Fence*>& fences) {
-    struct CloneTally {
-      uint32_t count = 0;
-      size_t first = 0;
-    };
-    absl::flat_hash_map<uint64_t, CloneTally> tallies;
+  // The code-clone rule over each fence's syntax tree; false when a budget stopped it.
+  bool CodeRule(const std::vector<const Fence*>& fences) {
+    absl::flat_hash_map<uint64_t, Tally> tallies;
     for (const Fence* f : fences) {
       // Fences after the one where a clone fired cannot fire earlier.
       if (best_.kind != AstKind::kNone && f->code_begin > best_.offset) break;
@@ -269,8 +264,7 @@ class Detector {
       ++report_.code_blocks_parsed;
       report_.bytes_parsed += code.size();
       if (tree.get() == nullptr) {
-        if (best_.kind != AstKind::kNone) return std::nullopt;
-        return Skip(AstBudget::kTime,
+        return Stop(AstBudget::kTime,
                     absl::StrCat(Sv(CodeLanguageName(language)), " parse of ", code.size(),
                                  " bytes exceeded ", options_.parse_timeout_micros, " µs"));
       }
@@ -279,7 +273,7 @@ class Detector {
       const bool complete = VisitSubtrees(
           tree.get(), seed, options_.min_code_nodes, &nodes_left_, [&](const Subtree& s) {
             const size_t offset = f->code_begin + s.start_byte;
-            CloneTally& t = tallies[s.hash];
+            Tally& t = tallies[s.hash];
             if (t.count++ == 0) t.first = offset;
             if (t.count != options_.code_max_occurrences + 1) return;
             if (!best_.Earlier(offset, s.nodes)) return;
@@ -296,11 +290,10 @@ class Detector {
           });
       report_.nodes_visited += before - nodes_left_;
       if (!complete) {
-        if (best_.kind != AstKind::kNone) return std::nullopt;
-        return Skip(AstBudget::kNodes, absl::StrCat("visited ", options_.max_nodes, " nodes"));
+        return Stop(AstBudget::kNodes, absl::StrCat("visited ", options_.max_nodes, " nodes"));
       }
     }
-    return std::nullopt;
+    return true;
   }
 
   const std::string_view text_;

@@ -296,6 +296,7 @@ TEST(AstRepetition, ParsersArePerThread) {
 }
 
 TEST(AstRepetition, ClockTimesTheParse) {
+  // Each reading is a second after the previous one: the parse took exactly one second.
   class Stepping final : public Clock {
    public:
     absl::Time Now() const override { return absl::UnixEpoch() + absl::Seconds(calls_++); }
@@ -303,9 +304,30 @@ TEST(AstRepetition, ClockTimesTheParse) {
    private:
     mutable int calls_ = 0;
   };
+  {
+    Stepping clock;
+    EXPECT_EQ(FindAstRepetition(DerivationLoop(4), 0, AstOptions{}, &clock).parse_seconds, 1.0);
+  }
+  // A parse that a budget stopped is timed too: timeouts are the slow parses the histogram is
+  // for, and the skip report keeps the work counted.
+  std::string text;
+  while (text.size() < (1 << 20)) text += DerivationLoop(5);
+  AstOptions timeout;
+  timeout.max_parse_bytes = 8u << 20;
+  timeout.parse_timeout_micros = 1;
   Stepping clock;
-  const AstReport r = FindAstRepetition(DerivationLoop(4), 0, AstOptions{}, &clock);
+  const AstReport r = FindAstRepetition(text, 0, timeout, &clock);
+  EXPECT_EQ(r.skipped, AstBudget::kTime) << r.detail;
   EXPECT_EQ(r.parse_seconds, 1.0);
+  EXPECT_TRUE(r.parsed_markdown);
+  EXPECT_EQ(r.bytes_parsed, text.size());
+  AstOptions nodes;
+  nodes.max_nodes = 5;
+  Stepping clock2;
+  const AstReport n = FindAstRepetition(DerivationLoop(6), 0, nodes, &clock2);
+  EXPECT_EQ(n.skipped, AstBudget::kNodes) << n.detail;
+  EXPECT_EQ(n.parse_seconds, 1.0);
+  EXPECT_EQ(n.nodes_visited, 5u);
 }
 
 }  // namespace
