@@ -97,8 +97,8 @@ class Detector {
       : text_(reasoning), base_(base), options_(options), clock_(clock) {}
 
   AstReport Run() {
-    const LineScan scan = ScanLines(text_);
-    const bool blocks = BlockScreen(scan);
+    LineScan scan = ScanStructure(text_);
+    const bool blocks = BlockScreen(&scan);
     const std::vector<const Fence*> code = CodeScreen(scan);
     if (!blocks && code.empty()) return std::move(report_);
 
@@ -112,7 +112,7 @@ class Detector {
     nodes_left_ = options_.max_nodes;
     const std::optional<absl::Time> start =
         clock_ != nullptr ? std::optional<absl::Time>(clock_->Now()) : std::nullopt;
-    if (!blocks || BlockRule(scan)) CodeRule(code);
+    if (!blocks || BlockRule(&scan)) CodeRule(code);
     // Timed whether or not a budget stopped it: the parses that time out are the slow ones.
     if (start.has_value()) report_.parse_seconds = absl::ToDoubleSeconds(clock_->Now() - *start);
     if (best_.kind != AstKind::kNone) {  // a firing stands even if a later parse ran out
@@ -135,13 +135,24 @@ class Detector {
     return false;
   }
 
-  // Could some block recur? Counts the text-level blocks (markdown_lines.h), which are keyed as
-  // the block rule keys tree-sitter's.
-  bool BlockScreen(const LineScan& scan) const {
-    absl::flat_hash_map<uint64_t, uint32_t> counts;
-    for (const TextBlock& b : scan.blocks) {
+  // Could some block recur? Blocks that could reach min_block_chars are grouped by fingerprint;
+  // only those whose fingerprint recurs are normalised, and their keys counted. The keys are
+  // those the block rule gives tree-sitter's blocks.
+  bool BlockScreen(LineScan* scan) const {
+    absl::flat_hash_map<uint64_t, uint32_t> fingerprints;
+    for (const TextBlock& b : scan->blocks) {
+      if (b.raw_size >= options_.min_block_chars) ++fingerprints[b.fingerprint];
+    }
+    absl::flat_hash_map<uint64_t, uint32_t> keys;
+    for (size_t i = 0; i < scan->blocks.size(); ++i) {
+      const TextBlock& b = scan->blocks[i];
+      if (b.raw_size < options_.min_block_chars ||
+          fingerprints[b.fingerprint] <= options_.block_max_occurrences) {
+        continue;
+      }
+      KeyBlock(text_, i, scan);
       if (b.normalized_size < options_.min_block_chars) continue;
-      if (++counts[b.key] > options_.block_max_occurrences) return true;
+      if (++keys[b.key] > options_.block_max_occurrences) return true;
     }
     return false;
   }
@@ -176,7 +187,9 @@ class Detector {
   }
 
   // The block rule over the Markdown tree; false when a budget stopped it.
-  bool BlockRule(const LineScan& scan) {
+  bool BlockRule(LineScan* scan) {
+    // The rule reads the keys of every line: normalise the blocks the screen did not.
+    for (size_t b = 0; b < scan->blocks.size(); ++b) KeyBlock(text_, b, scan);
     Tree tree(Parse(Grammar::kMarkdown, text_, options_.parse_timeout_micros));
     report_.parsed_markdown = true;
     report_.bytes_parsed += text_.size();
@@ -200,7 +213,7 @@ class Detector {
       const char* type = ts_node_type(node);
       descend = false;
       if (IsLeafBlock(type)) {
-        if (CountBlock(scan, node, type, &tallies)) break;  // the earliest block firing
+        if (CountBlock(*scan, node, type, &tallies)) break;  // the earliest block firing
       } else if (IsContainerBlock(type)) {
         descend = true;
       }

@@ -16,16 +16,16 @@
 //   if (r.kind != AstKind::kNone) { r.char_offset; r.first_char_offset; r.detail; }
 //   if (r.skipped != AstBudget::kNone) { ... "skipped: budget"; the n-gram rule still applies }
 //
-// Cost. tree-sitter parses 2-4 MB/s here: parsing every completion would cost ten times the rest
-// of scoring. A linear text pass screens first and the parsers run only when something could
-// recur: for blocks, the text's own grouping of lines into blocks, keyed exactly as the block rule
-// keys tree-sitter's blocks (markdown_lines.h); for code, windows of max(4, 2 min_code_nodes / 5)
-// token shapes (code_shape.h), and only the fences holding a recurring window are parsed. The
-// screens are necessary conditions with documented gaps: a block that Markdown groups differently
-// from the text-level grouping (HTML blocks, lazy continuation lines in quotes) may be missed, and
-// a clone of min_code_nodes nodes spans fewer tokens than the window only when it is mostly
-// single-child chains (and literals whose text the shape keeps, such as JavaScript regular
-// expressions, must match).
+// Cost. tree-sitter parses 2-3 MB/s here: parsing every completion would cost a hundred times the
+// rest of scoring. A linear text pass screens first and the parsers run only when something could
+// recur: for blocks, the text's own grouping of lines into blocks, fingerprinted cheaply and, where
+// fingerprints recur, keyed exactly as the block rule keys tree-sitter's blocks
+// (markdown_lines.h); for code, windows of max(4, 2 min_code_nodes / 5) token shapes
+// (code_shape.h), and only the fences holding a recurring window are parsed. The screens are
+// necessary conditions with documented gaps: a block that Markdown groups differently from the
+// text-level grouping (HTML blocks, lazy continuation lines in quotes) may be missed, and so may a
+// clone of min_code_nodes nodes that spans fewer shape tokens than the window (mostly
+// single-child chains, or template strings, which are one shape token).
 //
 // Budgets: bytes parsed, each parse's tree-sitter timeout, and nodes visited. When one runs out
 // the report says which, nothing fires, and the caller's n-gram rule still applies.

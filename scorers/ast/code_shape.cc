@@ -1,5 +1,7 @@
 #include "scorers/ast/code_shape.h"
 
+#include <array>
+
 #include "absl/container/flat_hash_map.h"
 
 namespace rlscore::scorers::ast {
@@ -74,12 +76,10 @@ std::vector<bool> SequencesWithRecurringWindow(std::span<const std::vector<uint3
   // Fewer disjoint windows than the threshold can fit: nothing can recur (the common case for a
   // short snippet), and no table is built.
   if (windows / window + sequences.size() <= max_occurrences) return marked;
-  absl::flat_hash_map<uint64_t, Seen> seen;
-  seen.reserve(windows);  // one insertion per window at most: no rehash on the way
   constexpr uint64_t kBase = 0x100000001b3ULL;  // polynomial rolling hash mod 2^64
   uint64_t top = 1;                             // kBase^(window - 1)
   for (uint32_t k = 1; k < window; ++k) top *= kBase;
-  // Calls `f(hash, global position)` for every window, in order.
+  // Calls `f(sequence, hash, global position)` for every window, in order.
   const auto for_each_window = [&](auto f) {
     size_t base = 0;  // positions of all sequences, end to end, a window apart
     for (size_t q = 0; q < sequences.size(); ++q) {
@@ -93,8 +93,25 @@ std::vector<bool> SequencesWithRecurringWindow(std::span<const std::vector<uint3
       base += tokens.size() + window;
     }
   };
+  // First every window is counted in one of 4096 saturating buckets, with no keys and no
+  // allocation: a bucket over-counts (collisions, overlaps), so a window whose bucket holds no
+  // more than the threshold cannot recur, and the exact count below skips it. Most code has no
+  // such bucket at all.
+  constexpr int kBucketBits = 12;
+  const auto bucket = [](uint64_t h) { return (h * 0x9e3779b97f4a7c15ULL) >> (64 - kBucketBits); };
+  std::array<uint8_t, size_t{1} << kBucketBits> buckets{};
+  bool crowded = false;
+  for_each_window([&](size_t, uint64_t h, size_t) {
+    uint8_t& b = buckets[bucket(h)];
+    if (b < 255) ++b;
+    crowded |= b > max_occurrences;
+  });
+  if (!crowded) return marked;
+  const auto may_recur = [&](uint64_t h) { return buckets[bucket(h)] > max_occurrences; };
+  absl::flat_hash_map<uint64_t, Seen> seen;
   bool any = false;
   for_each_window([&](size_t, uint64_t h, size_t at) {
+    if (!may_recur(h)) return;
     Seen& s = seen[h];
     if (s.count > 0 && at - s.last < window) return;
     s.last = at;
@@ -102,7 +119,9 @@ std::vector<bool> SequencesWithRecurringWindow(std::span<const std::vector<uint3
   });
   if (!any) return marked;
   for_each_window([&](size_t q, uint64_t h, size_t) {
-    if (seen[h].count > max_occurrences) marked[q] = true;
+    if (!may_recur(h)) return;
+    const auto it = seen.find(h);
+    if (it != seen.end() && it->second.count > max_occurrences) marked[q] = true;
   });
   return marked;
 }

@@ -379,32 +379,91 @@ bool IsQuoted(std::string_view line) {
   return i != std::string_view::npos && line[i] == '>';
 }
 
+// A line's fingerprint: a cheap function of its raw text that two lines with the same normalised
+// content always share (see the header), so that only blocks whose fingerprints recur need to be
+// normalised. It counts the runs of letters and `_` (a `*`, which prose normalisation may drop,
+// neither ends nor starts a run) and sums a random weight per punctuation byte — every byte that
+// normalisation copies verbatim, that is all but letters, `_`, digits, whitespace, `*`, `.` and
+// `,` (the last two can vanish into a number).
+struct FingerprintTable {
+  // 0: separator; 1: run byte; 2: ignored; otherwise the byte's weight.
+  uint64_t of[256];
+  constexpr FingerprintTable(bool code) : of() {
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (int c = 0; c < 256; ++c) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      of[c] = x | 4;  // never 0, 1 or 2
+    }
+    for (int c = 'a'; c <= 'z'; ++c) of[c] = 1;
+    for (int c = 'A'; c <= 'Z'; ++c) of[c] = 1;
+    of[static_cast<unsigned char>('_')] = 1;
+    for (int c = '0'; c <= '9'; ++c) of[c] = 0;
+    for (char c : {' ', '\t', '\r', '\v', '\f', '.'}) of[static_cast<unsigned char>(c)] = 0;
+    if (!code) {
+      of[static_cast<unsigned char>(',')] = 0;
+      of[static_cast<unsigned char>('*')] = 2;
+    }
+  }
+};
+constexpr FingerprintTable kProseFingerprint(false);
+constexpr FingerprintTable kCodeFingerprint(true);
+
+uint64_t Fingerprint(std::string_view s, const FingerprintTable& table) {
+  // Branch-free: a branch per byte would mispredict at every word boundary.
+  uint64_t runs = 0;
+  uint64_t weights = 0;
+  uint64_t in_run = 0;
+  for (const char c : s) {
+    const uint64_t w = table.of[static_cast<unsigned char>(c)];
+    const uint64_t run = w == 1;
+    const uint64_t ignored = w == 2;
+    runs += run & ~in_run;
+    in_run = run | (in_run & ignored);
+    weights += w & (0 - static_cast<uint64_t>(w > 2));
+  }
+  return MixHash(runs, weights);
+}
+
+// A prose line that normalises to nothing: after its markers, only whitespace and `*`.
+bool IsBlank(std::string_view rest) {
+  for (const char c : rest) {
+    if (!IsSpace(c) && c != '*') return false;
+  }
+  return true;
+}
+
 // Groups the lines into text blocks the way Markdown groups them into leaf blocks (see the
-// header), keyed as the AST detector keys tree-sitter's blocks.
+// header), with each block's fingerprint and raw size.
 void SegmentBlocks(std::string_view text, LineScan* scan) {
   size_t fence = 0;
   TextBlock* current = nullptr;
   bool previous_quoted = false;
   bool previous_heading = false;
-  const auto add = [&](TextBlock* block, const Line& line) {
-    if (line.normalized_size == 0) return;
-    block->key = MixHash(block->key, line.key);
-    block->normalized_size += line.normalized_size;
-  };
   for (size_t i = 0; i < scan->lines.size(); ++i) {
     const Line& line = scan->lines[i];
+    const std::string_view content = text.substr(line.begin, line.end - line.begin);
     if (fence < scan->fences.size() && scan->fences[fence].open_line == i) {
       const Fence& f = scan->fences[fence++];
       TextBlock block{f.open_line, f.end_line, kBlockKeySeed, 0, true};
-      for (size_t k = f.open_line; k < f.end_line; ++k) add(&block, scan->lines[k]);
+      uint64_t lines = 0;
+      for (size_t k = f.open_line + 1; k < f.end_line; ++k) {
+        const Line& code = scan->lines[k];
+        const std::string_view c = text.substr(code.begin, code.end - code.begin);
+        if (code.blank) continue;
+        block.fingerprint = MixHash(block.fingerprint, Fingerprint(c, kCodeFingerprint));
+        block.raw_size += c.size();
+        ++lines;
+      }
+      block.fingerprint = MixHash(block.fingerprint, lines);
       scan->blocks.push_back(block);
       current = nullptr;
       i = f.end_line - 1;
       previous_quoted = previous_heading = false;
       continue;
     }
-    const std::string_view content = text.substr(line.begin, line.end - line.begin);
-    if (line.normalized_size == 0) {
+    if (line.blank) {
       current = nullptr;
       previous_quoted = previous_heading = false;
       continue;
@@ -413,7 +472,9 @@ void SegmentBlocks(std::string_view text, LineScan* scan) {
       scan->blocks.push_back(TextBlock{i, i + 1, kBlockKeySeed, 0, false});
       current = &scan->blocks.back();
     }
-    add(current, line);
+    const std::string_view rest = content.substr(SkipMarkers(content));
+    current->fingerprint = MixHash(current->fingerprint, Fingerprint(rest, kProseFingerprint));
+    current->raw_size += rest.size();
     current->end_line = i + 1;
     previous_quoted = IsQuoted(content);
     previous_heading = IsAtxHeading(content);
@@ -430,10 +491,9 @@ uint64_t MixHash(uint64_t h, uint64_t value) {
   return z ^ (z >> 31);
 }
 
-LineScan ScanLines(std::string_view text) {
+LineScan ScanStructure(std::string_view text) {
   LineScan scan;
   scan.lines.reserve(text.size() / 48 + 1);
-  MathState math;
   Fence* open = nullptr;  // the fence being read, if any
   Delimiter open_delimiter;
   size_t begin = 0;
@@ -446,20 +506,20 @@ LineScan ScanLines(std::string_view text) {
     line.end = end;
     const size_t index = scan.lines.size();
     const Delimiter d = ParseDelimiter(content);
-    Normalized normalized;
     if (open != nullptr) {
       line.in_fence = true;
       if (d.length >= open_delimiter.length && d.fence_char == open_delimiter.fence_char &&
           d.info.empty()) {
+        line.blank = true;  // a delimiter has no content
         open->code_end = begin;
         open->end_line = index + 1;
         open = nullptr;
       } else {
-        NormalizeCode(content, &normalized);
+        line.blank = content.find_first_not_of(" \t\r\v\f") == std::string_view::npos;
       }
     } else if (d.length > 0) {
       line.in_fence = true;
-      math = MathState{};
+      line.blank = true;
       Fence fence;
       fence.open_line = index;
       fence.code_begin = end == text.size() ? end : end + 1;
@@ -469,12 +529,7 @@ LineScan ScanLines(std::string_view text) {
       open = &scan.fences.back();
       open_delimiter = d;
     } else {
-      normalized = NormalizeProse(content, &math);
-      if (normalized.size() == 0) math = MathState{};  // a blank line ends a paragraph
-    }
-    if (normalized.size() > 0 || line.in_fence) {
-      line.key = MixHash(normalized.hash(), normalized.size());
-      line.normalized_size = normalized.size();
+      line.blank = IsBlank(content.substr(SkipMarkers(content)));
     }
     scan.lines.push_back(line);
     if (nl == std::string_view::npos) break;
@@ -485,6 +540,35 @@ LineScan ScanLines(std::string_view text) {
     open->end_line = scan.lines.size();
   }
   SegmentBlocks(text, &scan);
+  return scan;
+}
+
+void KeyBlock(std::string_view text, size_t block, LineScan* scan) {
+  TextBlock& b = scan->blocks[block];
+  if (b.keyed) return;
+  b.keyed = true;
+  MathState math;  // math and code spans never cross a block boundary
+  for (size_t i = b.first_line; i < b.end_line; ++i) {
+    Line& line = scan->lines[i];
+    if (line.blank) continue;
+    const std::string_view content = text.substr(line.begin, line.end - line.begin);
+    Normalized normalized;
+    if (b.fenced) {
+      NormalizeCode(content, &normalized);
+    } else {
+      normalized = NormalizeProse(content, &math);
+    }
+    line.key = MixHash(normalized.hash(), normalized.size());
+    line.normalized_size = normalized.size();
+    if (line.normalized_size == 0) continue;
+    b.key = MixHash(b.key, line.key);
+    b.normalized_size += line.normalized_size;
+  }
+}
+
+LineScan ScanLines(std::string_view text) {
+  LineScan scan = ScanStructure(text);
+  for (size_t b = 0; b < scan.blocks.size(); ++b) KeyBlock(text, b, &scan);
   return scan;
 }
 

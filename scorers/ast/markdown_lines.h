@@ -1,11 +1,15 @@
-// The text-level pass of the AST repetition detector: the reasoning split into lines, each line's
-// content normalised and hashed, and the fenced code blocks located. It is linear, allocation-light
-// and runs on every completion; the tree-sitter parses (tens of times slower) run only when it
-// shows that something could repeat (see ast_repetition.h).
+// The text-level pass of the AST repetition detector: the reasoning split into lines, the lines
+// grouped into blocks as Markdown groups them, fenced code located, and each block's content
+// normalised and hashed. It is linear and runs on every completion; the tree-sitter parses (a
+// hundred times slower) run only when it shows that something could repeat (ast_repetition.h).
+// Normalising is the dear part (a few ns a byte), so it is done per block, on demand: a cheap
+// fingerprint of each block's raw text, equal whenever the normalised contents are, tells which
+// blocks could share a key at all.
 //
-//   LineScan scan = ScanLines(reasoning);
-//   for (const Line& line : scan.lines) line.key;       // equal keys: the same normalised line
-//   for (const Fence& f : scan.fences) f.language;      // kPython for ```py
+//   LineScan scan = ScanStructure(reasoning);           // lines, fences, blocks, fingerprints
+//   KeyBlock(reasoning, 3, &scan);                      // scan.blocks[3].key and its lines' keys
+//   LineScan all = ScanLines(reasoning);                // every block keyed
+//   for (const Fence& f : all.fences) f.language;       // kPython for ```py
 //
 // Normalisation (SPEC §3, "the same step with different numbers"): leading block markers dropped
 // (indentation, `>`, list bullets and numbers, `#` heading marks); ASCII case folded; runs of
@@ -13,8 +17,9 @@
 // `.` or `,` between digits) replaced by `0`; `*` emphasis dropped; inside math (`$..$`, `$$..$$`,
 // `\(..\)`, `\[..\]`) and inline code (`..`), identifiers — letter runs not preceded by `\` — are
 // replaced by `v`, so a step that comes back with renamed variables normalises the same. LaTeX
-// commands (`\frac`) are kept. Math state carries across the lines of a paragraph and ends at a
-// blank line. Lines inside a fence get the code normalisation: case, whitespace and numbers only.
+// commands (`\frac`) are kept. Math state carries across the lines of a block and starts afresh
+// with each block. Lines inside a fence get the code normalisation: case, whitespace and numbers
+// (not digits inside identifiers) only.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +38,9 @@ struct Line {
   uint64_t key = 0;  // hash of the normalised content; equal for equal normalised content
   uint32_t normalized_size = 0;  // bytes of normalised content; 0 for a blank line
   bool in_fence = false;         // a fence's delimiter or content line
+  // No content: whitespace only, or (outside fences) whitespace and `*` after the block markers;
+  // a fence's delimiters. Blank prose lines separate blocks.
+  bool blank = false;
 };
 
 // A fenced code block (``` or ~~~, three or more, at any indentation). One left open runs to the
@@ -55,10 +63,15 @@ inline constexpr uint64_t kBlockKeySeed = 0x626c6f636bULL;
 // differs (HTML blocks, lazy continuations in quotes) a block may not match tree-sitter's.
 struct TextBlock {
   size_t first_line = 0;
-  size_t end_line = 0;  // one past the last line
-  uint64_t key = kBlockKeySeed;
-  uint32_t normalized_size = 0;
+  size_t end_line = 0;           // one past the last line
+  uint64_t key = kBlockKeySeed;  // set by KeyBlock
+  uint32_t normalized_size = 0;  // set by KeyBlock
   bool fenced = false;
+  // Cheap and raw: equal for blocks whose keys are equal (not conversely), so a key can recur
+  // only where a fingerprint does; and raw_size >= normalized_size.
+  uint64_t fingerprint = 0;
+  uint64_t raw_size = 0;
+  bool keyed = false;
 };
 
 struct LineScan {
@@ -70,7 +83,15 @@ struct LineScan {
 // Mixes `value` into the running hash `h` (order-sensitive, 64-bit).
 uint64_t MixHash(uint64_t h, uint64_t value);
 
+// The lines, fences and blocks with their fingerprints and raw sizes, no keys: one cheap pass.
 // Pure; O(text.size()). Offsets are relative to `text`.
+LineScan ScanStructure(std::string_view text);
+
+// Normalises the lines of blocks[block] (math state starts afresh: spans never cross blocks) and
+// sets their keys and sizes and the block's. Does nothing the second time.
+void KeyBlock(std::string_view text, size_t block, LineScan* scan);
+
+// ScanStructure and every block keyed.
 LineScan ScanLines(std::string_view text);
 
 }  // namespace rlscore::scorers::ast

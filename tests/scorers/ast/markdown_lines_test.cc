@@ -1,5 +1,6 @@
 #include "scorers/ast/markdown_lines.h"
 
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,6 +93,39 @@ TEST(MarkdownLines, WordAtATimeAgreesWithByteAtATime) {
             KeyOf("the  quick  brown  fox  jumps  over  the  lazy  dog  again  and  again"));
   EXPECT_NE(KeyOf("the quick brown fox jumps over the lazy dog again and again"),
             KeyOf("the quick brown fox jumps over the lazy cat again and again"));
+}
+
+// The screen normalises only blocks whose fingerprints recur: that is sound only if blocks with
+// equal keys always have equal fingerprints. Over many short random lines from an alphabet rich in
+// what normalisation folds (case, spaces, numbers, `*`, math variables, escapes, markers), every
+// group of equal keys must share one fingerprint; and the raw size bounds the normalised size.
+TEST(MarkdownLines, EqualKeysHaveEqualFingerprints) {
+  uint64_t x = 0x2545f4914f6cdd1dULL;
+  const auto next = [&x] {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return x;
+  };
+  const std::string alphabet = "aAbB  01.,$*_\\`(x-#>";
+  std::map<uint64_t, uint64_t> fingerprint_of_key;
+  int collisions = 0;
+  for (int trial = 0; trial < 50000; ++trial) {
+    std::string line;
+    const size_t length = 1 + next() % 9;
+    for (size_t i = 0; i < length; ++i) line += alphabet[next() % alphabet.size()];
+    const LineScan scan = ScanLines(line);
+    for (const TextBlock& b : scan.blocks) {
+      SCOPED_TRACE(line);
+      EXPECT_LE(b.normalized_size, b.raw_size);
+      const auto [it, inserted] = fingerprint_of_key.emplace(b.key, b.fingerprint);
+      if (!inserted) {
+        ++collisions;
+        EXPECT_EQ(it->second, b.fingerprint);
+      }
+    }
+  }
+  EXPECT_GT(collisions, 10000);  // the property was exercised, not vacuous
 }
 
 TEST(MarkdownLines, MathStateCarriesWithinAParagraphOnly) {
