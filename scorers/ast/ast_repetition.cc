@@ -1,6 +1,7 @@
 #include "scorers/ast/ast_repetition.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -56,13 +57,32 @@ class Tree {
 
 // Parses `text` with this thread's parser for `grammar`; null when the timeout ran out (the
 // parser is then reset for its next use).
+//
+// tree-sitter 0.20's deadline (clock_after in its clock.h) adds the timeout's nanoseconds without
+// carrying into the seconds, so a parse that starts within `timeout` of a second boundary halts
+// as soon as the second turns: a 0.3 ms parse reported as over 100 ms, once a second per busy
+// thread. A halted parse resumes where it stopped when called again with the same text, so a
+// halt is believed only when our own steady clock (CLOCK_MONOTONIC, as tree-sitter's) agrees;
+// otherwise the parse resumes with the time left. Each early halt needs a second boundary, so
+// this loops at most about timeout/1 s + 1 times.
 TSTree* Parse(Grammar grammar, std::string_view text, uint64_t timeout_micros) {
   TSParser* parser = ThreadParser(grammar);
-  ts_parser_set_timeout_micros(parser, timeout_micros);
-  TSTree* tree =
-      ts_parser_parse_string(parser, nullptr, text.data(), static_cast<uint32_t>(text.size()));
-  if (tree == nullptr) ts_parser_reset(parser);
-  return tree;
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t remaining = timeout_micros;
+  for (;;) {
+    ts_parser_set_timeout_micros(parser, remaining);
+    TSTree* tree =
+        ts_parser_parse_string(parser, nullptr, text.data(), static_cast<uint32_t>(text.size()));
+    if (tree != nullptr) return tree;
+    const auto spent = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - start);
+    const uint64_t spent_micros = static_cast<uint64_t>(std::max<int64_t>(spent.count(), 0));
+    if (timeout_micros == 0 || spent_micros >= timeout_micros) {
+      ts_parser_reset(parser);
+      return nullptr;
+    }
+    remaining = timeout_micros - spent_micros;  // at least 1: 0 would mean no limit
+  }
 }
 
 bool TypeIs(const char* type, const char* name) { return std::strcmp(type, name) == 0; }

@@ -1,5 +1,6 @@
 #include "scorers/ast/ast_repetition.h"
 
+#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -236,6 +237,30 @@ TEST(AstRepetition, TimeBudgetSkips) {
   EXPECT_EQ(r.skipped, AstBudget::kTime) << r.detail;
   // The thread's parser was reset and parses the next completion normally.
   EXPECT_EQ(FindAstRepetition(DerivationLoop(4), 0, AstOptions{}).kind, AstKind::kBlock);
+}
+
+TEST(AstRepetition, AParseAcrossASecondBoundaryIsNotATimeout) {
+  // tree-sitter 0.20 misplaces a deadline that falls in the next second (see Parse), so parses
+  // running as the monotonic clock's second turns used to be "skipped: budget (time)". Parse
+  // back to back from just before two boundaries until just after each: every one must fire.
+  std::string text;
+  while (text.size() < 16 * 1024) text += RenamedFunctionLoop(4);
+  using std::chrono::steady_clock;
+  const auto into_second = [] {
+    return steady_clock::now().time_since_epoch() % std::chrono::seconds(1);
+  };
+  for (int boundary = 0; boundary < 2; ++boundary) {
+    std::this_thread::sleep_for(std::chrono::seconds(1) - into_second() -
+                                std::chrono::milliseconds(5));
+    const auto stop = steady_clock::now() + std::chrono::milliseconds(15);
+    int parses = 0;
+    while (steady_clock::now() < stop) {
+      const AstReport r = FindAstRepetition(text, 0, AstOptions{});
+      ASSERT_NE(r.kind, AstKind::kNone) << "parse " << parses << ": " << r.detail;
+      ++parses;
+    }
+    EXPECT_GT(parses, 0);
+  }
 }
 
 TEST(AstRepetition, HostileInputIsHandled) {
