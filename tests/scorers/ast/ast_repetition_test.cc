@@ -243,6 +243,7 @@ TEST(AstRepetition, AParseAcrossASecondBoundaryIsNotATimeout) {
   // tree-sitter 0.20 misplaces a deadline that falls in the next second (see Parse), so parses
   // running as the monotonic clock's second turns used to be "skipped: budget (time)". Parse
   // back to back from just before two boundaries until just after each: every one must fire.
+  // (The wait only places the parses at a boundary; no outcome depends on how long it takes.)
   std::string text;
   while (text.size() < 16 * 1024) text += RenamedFunctionLoop(4);
   using std::chrono::steady_clock;
