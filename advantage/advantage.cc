@@ -133,9 +133,12 @@ namespace {
 class CpuBackend final : public Backend {
  public:
   std::string_view Name() const override { return "cpu"; }
-  absl::Status Compute(const Batch& batch, const Options& options, std::span<double> advantages,
-                       std::span<GroupStats> groups, BatchSummary* summary) override {
-    return advantage::Compute(batch, options, advantages, groups, summary);
+  absl::StatusOr<std::string_view> Compute(const Batch& batch, const Options& options,
+                                           std::span<double> advantages,
+                                           std::span<GroupStats> groups,
+                                           BatchSummary* summary) override {
+    RLSCORE_RETURN_IF_ERROR(advantage::Compute(batch, options, advantages, groups, summary));
+    return "cpu";
   }
 };
 

@@ -72,13 +72,16 @@ class Backend {
  public:
   virtual ~Backend() = default;
 
-  // A short stable name for health, metrics and logs: "cpu", "cuda".
+  // A short stable name for health, metrics and logs: "cpu", "cuda". A backend that dispatches
+  // between others names the one it prefers.
   virtual std::string_view Name() const = 0;
 
-  // Same contract, preconditions and errors as the free function Compute().
-  virtual absl::Status Compute(const Batch& batch, const Options& options,
-                               std::span<double> advantages, std::span<GroupStats> groups,
-                               BatchSummary* summary) = 0;
+  // Same contract, preconditions and errors as the free function Compute(). Returns the name of
+  // the backend that computed this batch (a string with static storage: "cpu", "cuda").
+  virtual absl::StatusOr<std::string_view> Compute(const Batch& batch, const Options& options,
+                                                   std::span<double> advantages,
+                                                   std::span<GroupStats> groups,
+                                                   BatchSummary* summary) = 0;
 };
 
 // The reference backend, backed by the free function Compute().

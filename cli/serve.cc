@@ -64,6 +64,23 @@ FlagSet MakeServeFlags(ServeFlags* f) {
              }});
   flags.Add({"scoring-threads", "N", "threads that score completions; 0 = one per core (default 0)",
              [&o](std::string_view v) { return ParseUint32(v, &o.scoring_threads); }});
+  flags.Add({"gpu", "MODE",
+             "advantages on a GPU: off, auto (use one if the CUDA module and a device load, "
+             "else the CPU) or require (refuse to start without one) (default auto)",
+             [&o](std::string_view v) {
+               o.gpu.mode = std::string(v);
+               return absl::OkStatus();
+             }});
+  flags.Add({"gpu-module", "PATH",
+             "the CUDA module to load (default: librlscore_gpu.so next to this binary)",
+             [&o](std::string_view v) {
+               o.gpu.module_path = std::string(v);
+               return absl::OkStatus();
+             }});
+  flags.Add({"gpu-min-rewards", "N",
+             "batches with fewer rewards are computed on the CPU, which is faster for them "
+             "(default 65536)",
+             [&o](std::string_view v) { return ParseUint64(v, &o.gpu.min_rewards); }});
   flags.Add({"print-config", "", "print the effective configuration and exit",
              [f](std::string_view v) { return ParseBool(v, &f->print_config); }});
   flags.Add(

@@ -70,6 +70,9 @@ absl::Status Apply(const config::v1::ServerConfig& file, ServerOptions* options)
     RLSCORE_RETURN_IF_ERROR(options->profiles.Add(profile, options->advantage));
   }
   if (file.has_scoring_threads()) options->scoring_threads = file.scoring_threads();
+  if (file.gpu().has_mode()) options->gpu.mode = file.gpu().mode();
+  if (file.gpu().has_module_path()) options->gpu.module_path = file.gpu().module_path();
+  if (file.gpu().has_min_rewards()) options->gpu.min_rewards = file.gpu().min_rewards();
   return absl::OkStatus();
 }
 
@@ -135,6 +138,10 @@ absl::Status ValidateServerOptions(const ServerOptions& options) {
   if (options.limits.max_completions_per_request == 0) {
     return absl::InvalidArgumentError("limits.max_completions_per_request must be at least 1");
   }
+  if (options.gpu.mode != "off" && options.gpu.mode != "auto" && options.gpu.mode != "require") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gpu.mode must be off, auto or require, not \"", options.gpu.mode, "\""));
+  }
   const double tau = options.advantage.zero_variance_threshold;
   if (!std::isfinite(tau) || tau < 0) {
     return absl::InvalidArgumentError(
@@ -159,6 +166,10 @@ std::string ToConfigText(const ServerOptions& options) {
     ProfileToProto(profile, file.add_profiles());
   }
   file.set_scoring_threads(options.scoring_threads);
+  file.mutable_gpu()->set_mode(options.gpu.mode);
+  if (!options.gpu.module_path.empty())
+    file.mutable_gpu()->set_module_path(options.gpu.module_path);
+  file.mutable_gpu()->set_min_rewards(options.gpu.min_rewards);
   std::string text;
   pb::TextFormat::PrintToString(file, &text);
   return text;

@@ -45,6 +45,12 @@ struct ServerOptions {
   ProfileSet profiles = DefaultProfiles(advantage::Options{});
   // Threads that score completions; 0 means one per core.
   uint32_t scoring_threads = 0;
+  // The CUDA batch path (gpu/loader.h).
+  struct Gpu {
+    std::string mode = "auto";  // off | auto | require
+    std::string module_path;    // empty: librlscore_gpu.so next to the binary
+    uint64_t min_rewards = 65536;
+  } gpu;
 };
 
 // The built-in configuration: what `rlscore serve` runs with when given nothing.

@@ -106,6 +106,20 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                        .Name("rlscore_advantage_backend_info")
                        .Help("1 for the backend that computes advantages")
                        .Register(*registry_);
+  auto& by_backend = prometheus::BuildCounter()
+                         .Name("rlscore_advantage_batches_total")
+                         .Help("Advantage batches computed, by the backend that computed them")
+                         .Register(*registry_);
+  batches_by_backend_ = {&by_backend.Add({{"backend", "cpu"}}),
+                         &by_backend.Add({{"backend", "cuda"}})};
+  auto& fallbacks = prometheus::BuildCounter()
+                        .Name("rlscore_gpu_fallbacks_total")
+                        .Help(
+                            "Times the CPU stood in for the GPU: unavailable at start (--gpu=auto)"
+                            " or an error on a batch")
+                        .Register(*registry_);
+  gpu_fallbacks_ = {&fallbacks.Add({{"reason", "unavailable"}}),
+                    &fallbacks.Add({{"reason", "error"}})};
   auto counter = [&](const char* name, const char* help) {
     return &prometheus::BuildCounter().Name(name).Help(help).Register(*registry_).Add({});
   };
@@ -221,6 +235,14 @@ void Metrics::RecordCompletion(const scorers::CompletionScore& s) {
   if (s.tokens_estimated) tokens_estimated_->Increment();
   if (s.format_gated) format_gated_->Increment();
   if (s.format_paid_ungated) format_ungated_->Increment();
+}
+
+void Metrics::RecordAdvantageBackend(std::string_view backend) {
+  batches_by_backend_[backend == "cuda" ? 1 : 0]->Increment();
+}
+
+void Metrics::RecordGpuFallback(std::string_view reason) {
+  gpu_fallbacks_[reason == "error" ? 1 : 0]->Increment();
 }
 
 void Metrics::SetBackend(std::string_view backend) {

@@ -18,7 +18,11 @@
 //   rlscore_advantage_groups_total                 groups
 //   rlscore_advantage_zero_variance_groups_total{cause}   clamped groups by cause
 //   rlscore_advantage_zero_variance_fraction       of the last batch
-//   rlscore_advantage_backend_info{backend}        1 for the backend that serves
+//   rlscore_advantage_backend_info{backend}        1 for the preferred backend ("cuda" when a GPU
+//                                                  was opened, else "cpu")
+//   rlscore_advantage_batches_total{backend}       batches computed, by the backend that did
+//   rlscore_gpu_fallbacks_total{reason}            the CPU stood in for the GPU: "unavailable"
+//                                                  (at start, --gpu=auto) or "error" (per batch)
 //   rlscore_build_info{version}                    1
 //   rlscore_completions_total                      completions scored (ScoreGroups and Score)
 //   rlscore_reward_component{component}            histogram of accuracy, format, repetition,
@@ -77,6 +81,10 @@ class Metrics {
   void CallFinished(Method method, absl::StatusCode code, absl::Duration elapsed);
   void RecordAdvantageBatch(const advantage::BatchSummary& summary);
   void SetBackend(std::string_view backend);
+  // `backend` computed a batch: "cpu" or "cuda".
+  void RecordAdvantageBackend(std::string_view backend);
+  // "unavailable" or "error", see above.
+  void RecordGpuFallback(std::string_view reason);
   void RecordCompletion(const scorers::CompletionScore& score);
 
  private:
@@ -91,6 +99,8 @@ class Metrics {
   std::array<prometheus::Counter*, advantage::kNumZeroVarianceCauses> zero_variance_groups_{};
   prometheus::Gauge* zero_variance_fraction_;
   prometheus::Family<prometheus::Gauge>* backend_info_;
+  std::array<prometheus::Counter*, 2> batches_by_backend_{};  // cpu, cuda
+  std::array<prometheus::Counter*, 2> gpu_fallbacks_{};       // unavailable, error
   prometheus::Counter* completions_;
   std::array<prometheus::Histogram*, 5> components_;  // accuracy, format, repetition, length, total
   std::array<prometheus::Counter*, 5> verdicts_;      // indexed by scorers::Verdict

@@ -216,9 +216,10 @@ absl::Status RunScoreGroups(const ScoringContext& context, const v1::ScoreGroups
   }
   std::vector<advantage::GroupStats> stats(num_groups);
   advantage::BatchSummary summary;
-  RLSCORE_RETURN_IF_ERROR(context.backend->Compute(
+  const absl::StatusOr<std::string_view> served = context.backend->Compute(
       {.rewards = rewards, .group_sizes = group_sizes, .outcomes = outcomes}, options,
-      PrepareAdvantages(rewards.size(), response->mutable_advantages()), stats, &summary));
+      PrepareAdvantages(rewards.size(), response->mutable_advantages()), stats, &summary);
+  if (!served.ok()) return served.status();
 
   response->mutable_rewards()->Add(rewards.begin(), rewards.end());
   response->mutable_results()->Reserve(static_cast<int>(rewards.size()));
@@ -231,11 +232,14 @@ absl::Status RunScoreGroups(const ScoringContext& context, const v1::ScoreGroups
   FillGroupStatistics(stats, response->mutable_groups());
   FillBatchSummary(summary, response->mutable_summary());
   response->set_profile_hash(profile->hash);
-  response->set_backend(std::string(context.backend->Name()));
+  response->set_backend(std::string(*served));
   if (context.telemetry != nullptr && !request.run_id().empty()) {
     context.telemetry->Record(request.run_id(), Telemetry(request.step(), scores, summary));
   }
-  if (context.metrics != nullptr) context.metrics->RecordAdvantageBatch(summary);
+  if (context.metrics != nullptr) {
+    context.metrics->RecordAdvantageBatch(summary);
+    context.metrics->RecordAdvantageBackend(*served);
+  }
   return absl::OkStatus();
 }
 

@@ -187,16 +187,18 @@ absl::Status ScoringService::DoComputeAdvantages(const grpc::CallbackServerConte
 
   std::vector<advantage::GroupStats> groups(call.batch.group_sizes.size());
   advantage::BatchSummary summary;
-  RLSCORE_RETURN_IF_ERROR(backend_->Compute(
+  const absl::StatusOr<std::string_view> served = backend_->Compute(
       call.batch, call.options,
       PrepareAdvantages(call.batch.rewards.size(), response->mutable_advantages()), groups,
-      &summary));
+      &summary);
+  if (!served.ok()) return served.status();
   RLSCORE_RETURN_IF_ERROR(CheckCallAlive(context, *clock_, "while advantages were computed"));
 
   FillGroupStatistics(groups, response->mutable_groups());
   FillBatchSummary(summary, response->mutable_summary());
-  response->set_backend(std::string(backend_->Name()));
+  response->set_backend(std::string(*served));
   metrics_->RecordAdvantageBatch(summary);
+  metrics_->RecordAdvantageBackend(*served);
   return absl::OkStatus();
 }
 

@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "gpu/loader.h"
 #include "scorers/math/verifier.h"
 #include "service/scoring_service.h"
 
@@ -35,6 +36,35 @@ void InitGrpcOnce() {
   });
 }
 
+// The advantage backend of options.gpu: the CPU, behind a dispatcher that sends large batches to
+// the CUDA module when it loads and opens a device. --gpu=require turns a failure into an error.
+absl::StatusOr<std::shared_ptr<advantage::Backend>> MakeAdvantageBackend(
+    const ServerOptions::Gpu& gpu_options, Metrics* metrics) {
+  absl::StatusOr<gpu::GpuMode> mode = gpu::ParseGpuMode(gpu_options.mode);
+  if (!mode.ok()) return mode.status();
+  std::unique_ptr<advantage::Backend> accelerated;
+  if (*mode != gpu::GpuMode::kOff) {
+    const std::string path =
+        gpu_options.module_path.empty() ? gpu::DefaultModulePath() : gpu_options.module_path;
+    absl::StatusOr<std::unique_ptr<advantage::Backend>> loaded = gpu::LoadCudaBackend(path);
+    if (loaded.ok()) {
+      accelerated = *std::move(loaded);
+    } else if (*mode == gpu::GpuMode::kRequire) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("--gpu=require, but ", loaded.status().message()));
+    } else {
+      LogWarning(absl::StrCat("GPU unavailable (", loaded.status().message(),
+                              "); advantages are computed on the CPU"));
+      metrics->RecordGpuFallback("unavailable");
+    }
+  }
+  return std::make_shared<gpu::DispatchingBackend>(
+      advantage::NewCpuBackend(), std::move(accelerated),
+      gpu::DispatchOptions{
+          .min_rewards = gpu_options.min_rewards,
+          .on_fallback = [metrics](const absl::Status&) { metrics->RecordGpuFallback("error"); }});
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
@@ -43,9 +73,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   InitGrpcOnce();
 
   std::unique_ptr<Server> server(new Server());
-  server->backend_ =
-      dependencies.backend ? std::move(dependencies.backend) : advantage::NewCpuBackend();
   server->metrics_ = std::make_unique<Metrics>();
+  if (dependencies.backend != nullptr) {
+    server->backend_ = std::move(dependencies.backend);
+  } else {
+    absl::StatusOr<std::shared_ptr<advantage::Backend>> backend =
+        MakeAdvantageBackend(options.gpu, server->metrics_.get());
+    if (!backend.ok()) return backend.status();
+    server->backend_ = *std::move(backend);
+  }
   server->metrics_->SetBackend(server->backend_->Name());
   server->accuracy_ = scorers::math::NewMathAccuracyScorer();
   server->pool_ = std::make_unique<WorkerPool>(options.scoring_threads);
@@ -95,6 +131,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   grpc::HealthCheckServiceInterface* health = server->grpc_server_->GetHealthCheckService();
   health->SetServingStatus(true);
   health->SetServingStatus(kServiceName, true);
+  // A probe of "rlscore.gpu" says whether advantages can use a GPU (SERVING) or only the CPU.
+  health->SetServingStatus(std::string(kGpuHealthName), server->backend_->Name() == "cuda");
 
   LogInfo(absl::StrCat(
       "serving rlscore.v1 on ", options.listen_address,

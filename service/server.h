@@ -37,6 +37,10 @@ namespace rlscore::service {
 
 class ScoringService;
 
+// The grpc.health.v1 service name whose status says whether advantages can use a GPU: SERVING
+// with the CUDA backend, NOT_SERVING when only the CPU computes them.
+inline constexpr std::string_view kGpuHealthName = "rlscore.gpu";
+
 // What a server is built from, injectable so tests can script it (Envoy style).
 struct ServerDependencies {
   // Computes advantages; null means the CPU backend.

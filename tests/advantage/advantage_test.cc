@@ -1153,7 +1153,10 @@ TEST(Advantage, CpuBackendMatchesFreeFunctionBitForBit) {
       std::vector<double> adv(c.rewards.size(), kNaN);
       std::vector<GroupStats> groups(c.sizes.size());
       BatchSummary summary;
-      ASSERT_TRUE(backend->Compute(c.AsBatch(), o, adv, groups, &summary).ok());
+      const absl::StatusOr<std::string_view> served =
+          backend->Compute(c.AsBatch(), o, adv, groups, &summary);
+      ASSERT_TRUE(served.ok());
+      EXPECT_EQ(*served, "cpu");
       for (size_t i = 0; i < adv.size(); ++i) {
         ASSERT_EQ(std::bit_cast<uint64_t>(adv[i]), std::bit_cast<uint64_t>(want->advantages[i]))
             << "advantage " << i;
@@ -1179,7 +1182,7 @@ TEST(Advantage, CpuBackendMatchesFreeFunctionBitForBit) {
   std::vector<double> adv(3);
   std::vector<GroupStats> groups(1);
   BatchSummary summary;
-  EXPECT_EQ(backend->Compute(bad.AsBatch(), Options{}, adv, groups, &summary),
+  EXPECT_EQ(backend->Compute(bad.AsBatch(), Options{}, adv, groups, &summary).status(),
             ComputeCase(bad).status());
 }
 

@@ -151,6 +151,49 @@ class ServeTest(unittest.TestCase):
         self.assertIn("stopped", self.server.log())
 
 
+class GpuTest(unittest.TestCase):
+    """The server never depends on a GPU: it serves from the CPU and says so."""
+
+    MISSING = "/nonexistent/librlscore_gpu.so"
+
+    def test_auto_without_the_module_serves_from_the_cpu(self):
+        from rlscore.v1 import advantage_pb2, scoring_service_pb2_grpc  # noqa: generated at build
+        server = RunningServer("--gpu=auto", "--gpu-module=" + self.MISSING, "--gpu-min-rewards=1")
+        self.addCleanup(server.stop)
+        self.assertIn("GPU unavailable", server.log())
+        self.assertIn(self.MISSING, server.log())
+        channel = server.channel()
+        reply = scoring_service_pb2_grpc.ScoringServiceStub(channel).ComputeAdvantages(
+            advantage_pb2.ComputeAdvantagesRequest(rewards=[0.0, 1.0, 0.5, 0.5],
+                                                   group_sizes=[2, 2]), timeout=30)
+        self.assertEqual(reply.backend, "cpu")
+        self.assertEqual(health_status(channel), 1)
+        self.assertEqual(health_status(channel, "rlscore.gpu"), 2)  # NOT_SERVING: CPU only
+        metrics = server.metrics()
+        self.assertIn('rlscore_gpu_fallbacks_total{reason="unavailable"} 1', metrics)
+        self.assertIn('rlscore_advantage_batches_total{backend="cpu"} 1', metrics)
+
+    def test_the_module_next_to_the_binary_is_tried_by_default(self):
+        module = os.path.join(os.path.dirname(os.path.abspath(ARGS.binary)), "librlscore_gpu.so")
+        server = RunningServer()
+        self.addCleanup(server.stop)
+        if not os.path.exists(module):
+            self.assertIn("GPU unavailable", server.log())  # built without CUDA
+        elif "opened" not in server.log():
+            # The module loads; CUDA itself says why no device opened (no driver, no GPU).
+            self.assertRegex(server.log(), r"GPU unavailable \(no usable GPU \(cuda\w+: ")
+        self.assertEqual(health_status(server.channel()), 1)
+
+    def test_require_without_a_gpu_refuses_to_start_naming_why(self):
+        run = subprocess.run([ARGS.binary, "serve", "--listen-address=127.0.0.1:0",
+                              "--metrics-address=127.0.0.1:0", "--gpu=require",
+                              "--gpu-module=" + self.MISSING],
+                             capture_output=True, text=True, timeout=30)
+        self.assertNotEqual(run.returncode, 0)
+        self.assertIn("--gpu=require", run.stderr)
+        self.assertIn(self.MISSING, run.stderr)
+
+
 class DefaultsTest(unittest.TestCase):
 
     def test_print_config_shows_the_built_in_addresses(self):

@@ -513,16 +513,21 @@ TEST(ServerListen, AnAddressInUseIsUnavailableNamingIt) {
 class GatedBackend final : public advantage::Backend {
  public:
   std::string_view Name() const override { return "gated-cpu"; }
-  absl::Status Compute(const advantage::Batch& batch, const advantage::Options& options,
-                       std::span<double> advantages, std::span<advantage::GroupStats> groups,
-                       advantage::BatchSummary* summary) override {
+  absl::StatusOr<std::string_view> Compute(const advantage::Batch& batch,
+                                           const advantage::Options& options,
+                                           std::span<double> advantages,
+                                           std::span<advantage::GroupStats> groups,
+                                           advantage::BatchSummary* summary) override {
     {
       std::unique_lock<std::mutex> lock(mu_);
       ++entered_;
       cv_.notify_all();
       cv_.wait(lock, [&] { return released_; });
     }
-    return cpu_->Compute(batch, options, advantages, groups, summary);
+    const absl::StatusOr<std::string_view> served =
+        cpu_->Compute(batch, options, advantages, groups, summary);
+    if (!served.ok()) return served.status();
+    return Name();  // the response names the backend that served
   }
   void WaitUntilEntered(int calls) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -706,6 +711,67 @@ TEST(ServerDeadline, AnExpiredDeadlineIsRefusedBeforeAnyWork) {
   EXPECT_THAT(status.error_message(), HasSubstr("before ComputeAdvantages started"));
   server->Shutdown(absl::Seconds(30));
   EXPECT_EQ(backend->entered(), 0);
+}
+
+}  // namespace
+}  // namespace rlscore::service
+
+namespace rlscore::service {
+namespace {
+
+TEST(ServerGpu, AutoWithoutTheModuleServesFromTheCpuAndSaysSo) {
+  ServerOptions options = TestOptions();
+  options.gpu.mode = "auto";
+  options.gpu.module_path = "/nonexistent/librlscore_gpu.so";
+  options.gpu.min_rewards = 1;  // every batch would go to a GPU if there were one
+  std::unique_ptr<Server> server = StartOrDie(options);
+  ASSERT_NE(server, nullptr);
+  EXPECT_EQ(server->backend_name(), "cpu");
+  auto channel = ChannelTo(*server);
+  auto stub = v1::ScoringService::NewStub(channel);
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ComputeAdvantagesResponse response;
+  ASSERT_TRUE(stub->ComputeAdvantages(&context, IncidentRequest(), &response).ok());
+  EXPECT_EQ(response.backend(), "cpu");
+  EXPECT_EQ(response.advantages_size(), 128);
+
+  EXPECT_EQ(testing::HealthStatus(channel, std::string(kGpuHealthName)), 2);  // NOT_SERVING
+  EXPECT_EQ(testing::HealthStatus(channel, ""), 1);  // the server itself is fine
+  const std::string metrics = testing::HttpGet(server->metrics_port(), "/metrics");
+  EXPECT_THAT(metrics, HasSubstr("rlscore_gpu_fallbacks_total{reason=\"unavailable\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_gpu_fallbacks_total{reason=\"error\"} 0"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_advantage_batches_total{backend=\"cpu\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_advantage_batches_total{backend=\"cuda\"} 0"));
+  EXPECT_THAT(metrics, HasSubstr("rlscore_advantage_backend_info{backend=\"cpu\"} 1"));
+}
+
+TEST(ServerGpu, RequireWithoutAUsableGpuRefusesToStartNamingWhy) {
+  ServerOptions options = TestOptions();
+  options.gpu.mode = "require";
+  options.gpu.module_path = "/nonexistent/librlscore_gpu.so";
+  const absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(server.status().message()), HasSubstr("--gpu=require"));
+  EXPECT_THAT(std::string(server.status().message()), HasSubstr("/nonexistent/librlscore_gpu.so"));
+}
+
+TEST(ServerGpu, OffNeverLoadsTheModuleAndAnUnknownModeIsRefused) {
+  ServerOptions options = TestOptions();
+  options.gpu.mode = "off";
+  options.gpu.module_path = "/nonexistent/librlscore_gpu.so";
+  std::unique_ptr<Server> server = StartOrDie(options);
+  ASSERT_NE(server, nullptr);
+  const std::string metrics = testing::HttpGet(server->metrics_port(), "/metrics");
+  EXPECT_THAT(metrics, HasSubstr("rlscore_gpu_fallbacks_total{reason=\"unavailable\"} 0"));
+  server.reset();
+
+  options.gpu.mode = "sometimes";
+  const absl::StatusOr<std::unique_ptr<Server>> refused = Server::Start(options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("gpu.mode"));
 }
 
 }  // namespace

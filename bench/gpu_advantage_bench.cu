@@ -1,0 +1,250 @@
+// The CUDA advantage path measured (SPEC §7: at 10^8 rewards, at least 60 % of the device's
+// measured device-to-device copy bandwidth; faster than PyTorch's vectorised GRPO advantage).
+//
+//   gpu_advantage_bench [--data-dir DIR]
+//
+// Prints three tables:
+//   1. kernels on device-resident data vs cudaMemcpy device-to-device of the same 8·N bytes (both
+//      read 8·N and write 8·N bytes), and cuBLAS group sums (dgemv with a ones vector) where the
+//      groups are uniform — the alternative the design considered;
+//   2. the whole module call (host -> device -> host) vs the CPU reference, per batch size: where
+//      the GPU starts to pay (the server's --gpu-min-rewards);
+// and, with --data-dir, writes the 10^8-reward batch as raw doubles for gpu/torch_grpo_bench.py.
+//
+// Needs only the C++ standard library and CUDA (+ cuBLAS): a plain main(), not Google Benchmark,
+// because GPU machines may lack Debian's libraries. Times are medians of repetitions with CUDA
+// events (device) or steady_clock (host).
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "advantage/reference.h"
+#include "gpu/kernels.h"
+#include "gpu/module_abi.h"
+
+namespace rlscore::gpu {
+namespace {
+
+#define CHECK_CUDA(expr)                                                                         \
+  do {                                                                                           \
+    const cudaError_t e_ = (expr);                                                               \
+    if (e_ != cudaSuccess) {                                                                     \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                              \
+    }                                                                                            \
+  } while (0)
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<double> Rewards(size_t n, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<double> r(n);
+  for (double& x : r) {
+    x = (u(rng) < 0.4 ? 1.0 : 0.0) + (u(rng) < 0.9 ? 0.1 : 0.0) - 0.5 * u(rng) * u(rng);
+  }
+  return r;
+}
+
+std::vector<uint32_t> Sizes(size_t n, int layout, std::mt19937_64& rng) {
+  std::vector<uint32_t> sizes;
+  size_t left = n;
+  while (left > 0) {
+    uint32_t s = layout > 0 ? static_cast<uint32_t>(layout) : static_cast<uint32_t>(1 + rng() % 64);
+    s = static_cast<uint32_t>(std::min<size_t>(s, left));
+    sizes.push_back(s);
+    left -= s;
+  }
+  return sizes;
+}
+
+// Median milliseconds of `reps` runs of `body` on `stream`, after one warm-up.
+template <typename Body>
+double TimeDevice(cudaStream_t stream, int reps, Body body) {
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  body();
+  CHECK_CUDA(cudaStreamSynchronize(stream));
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    CHECK_CUDA(cudaEventRecord(start, stream));
+    body();
+    CHECK_CUDA(cudaEventRecord(stop, stream));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    float t = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&t, start, stop));
+    ms.push_back(t);
+  }
+  CHECK_CUDA(cudaEventDestroy(start));
+  CHECK_CUDA(cudaEventDestroy(stop));
+  return Median(ms);
+}
+
+void DeviceTable(const std::string& data_dir) {
+  std::printf("\n1. Kernels on device data vs a device-to-device copy of the same bytes\n");
+  std::printf("%11s %-11s %10s %10s %10s %9s %12s\n", "N", "layout", "ours ms", "copy ms",
+              "ours GB/s", "of copy", "cublas sums");
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  cublasHandle_t cublas;
+  if (cublasCreate(&cublas) != CUBLAS_STATUS_SUCCESS) std::exit(1);
+  cublasSetStream(cublas, stream);
+  std::mt19937_64 rng(1);
+  for (size_t n : {1000000ul, 10000000ul, 100000000ul}) {
+    const std::vector<double> rewards = Rewards(n, rng);
+    double *d_rewards, *d_adv, *d_copy, *d_ones, *d_sums;
+    CHECK_CUDA(cudaMalloc(&d_rewards, n * sizeof(double)));
+    CHECK_CUDA(cudaMalloc(&d_adv, n * sizeof(double)));
+    CHECK_CUDA(cudaMalloc(&d_copy, n * sizeof(double)));
+    CHECK_CUDA(cudaMemcpy(d_rewards, rewards.data(), n * sizeof(double), cudaMemcpyHostToDevice));
+    if (n == 100000000ul && !data_dir.empty()) {
+      const std::string path = data_dir + "/rewards_1e8.f64";
+      if (FILE* f = std::fopen(path.c_str(), "wb")) {
+        std::fwrite(rewards.data(), sizeof(double), n, f);
+        std::fclose(f);
+      }
+    }
+    const int reps = n >= 100000000ul ? 10 : 30;
+    const double copy_ms = TimeDevice(stream, reps, [&] {
+      CHECK_CUDA(
+          cudaMemcpyAsync(d_copy, d_rewards, n * sizeof(double), cudaMemcpyDeviceToDevice, stream));
+    });
+    for (int layout : {16, 64, 0}) {
+      const std::vector<uint32_t> sizes = Sizes(n, layout, rng);
+      const size_t g = sizes.size();
+      uint32_t* d_sizes;
+      advantage::GroupStats* d_groups;
+      advantage::reference::Moments* d_root;
+      DeviceCounters* d_counters;
+      CHECK_CUDA(cudaMalloc(&d_sizes, g * sizeof(uint32_t)));
+      CHECK_CUDA(cudaMalloc(&d_groups, g * sizeof(advantage::GroupStats)));
+      CHECK_CUDA(cudaMalloc(&d_root, sizeof(advantage::reference::Moments)));
+      CHECK_CUDA(cudaMalloc(&d_counters, sizeof(DeviceCounters)));
+      CHECK_CUDA(cudaMemcpy(d_sizes, sizes.data(), g * sizeof(uint32_t), cudaMemcpyHostToDevice));
+      DeviceBatch batch;
+      batch.rewards = d_rewards;
+      batch.group_sizes = d_sizes;
+      batch.num_rewards = n;
+      batch.num_groups = g;
+      batch.max_group_size = *std::max_element(sizes.begin(), sizes.end());
+      DeviceOutput output{d_adv, d_groups, d_root, d_counters};
+      Workspace workspace;
+      const double ours_ms = TimeDevice(
+          stream, reps, [&] { CHECK_CUDA(LaunchAdvantages(batch, output, &workspace, stream)); });
+      std::string cublas_col = "-";
+      if (layout > 0 && n % layout == 0) {
+        // Group sums as a matrix-vector product: the rewards are a column-major layout x g
+        // matrix; y = A^T · 1.
+        CHECK_CUDA(cudaMalloc(&d_ones, layout * sizeof(double)));
+        CHECK_CUDA(cudaMalloc(&d_sums, g * sizeof(double)));
+        const std::vector<double> ones(layout, 1.0);
+        CHECK_CUDA(
+            cudaMemcpy(d_ones, ones.data(), layout * sizeof(double), cudaMemcpyHostToDevice));
+        const double one = 1.0, zero = 0.0;
+        const double gemv_ms = TimeDevice(stream, reps, [&] {
+          cublasDgemv(cublas, CUBLAS_OP_T, layout, static_cast<int>(g), &one, d_rewards, layout,
+                      d_ones, 1, &zero, d_sums, 1);
+        });
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.3f ms", gemv_ms);
+        cublas_col = buf;
+        CHECK_CUDA(cudaFree(d_ones));
+        CHECK_CUDA(cudaFree(d_sums));
+      }
+      const double gbs = 2.0 * 8.0 * static_cast<double>(n) / (ours_ms * 1e6);
+      std::printf("%11zu %-11s %10.3f %10.3f %10.1f %8.0f%% %12s\n", n,
+                  layout == 16   ? "groups 16"
+                  : layout == 64 ? "groups 64"
+                                 : "ragged 1-64",
+                  ours_ms, copy_ms, gbs, 100.0 * copy_ms / ours_ms, cublas_col.c_str());
+      CHECK_CUDA(cudaFree(d_sizes));
+      CHECK_CUDA(cudaFree(d_groups));
+      CHECK_CUDA(cudaFree(d_root));
+      CHECK_CUDA(cudaFree(d_counters));
+    }
+    CHECK_CUDA(cudaFree(d_rewards));
+    CHECK_CUDA(cudaFree(d_adv));
+    CHECK_CUDA(cudaFree(d_copy));
+  }
+  cublasDestroy(cublas);
+  CHECK_CUDA(cudaStreamDestroy(stream));
+}
+
+void ThresholdTable() {
+  std::printf(
+      "\n2. The whole module call (host -> device -> host) vs the CPU reference, groups of 16\n");
+  std::printf("%11s %12s %12s %8s\n", "N", "module ms", "cpu ms", "faster");
+  char error[512] = {};
+  RlscoreGpu* gpu = rlscore_gpu_open(0, error, sizeof error);
+  if (gpu == nullptr) {
+    std::printf("cannot open the module's device: %s\n", error);
+    return;
+  }
+  std::mt19937_64 rng(2);
+  for (size_t n : {1000ul, 4000ul, 16000ul, 64000ul, 256000ul, 1000000ul, 4000000ul, 16000000ul}) {
+    const std::vector<double> rewards = Rewards(n, rng);
+    const std::vector<uint32_t> sizes = Sizes(n, 16, rng);
+    std::vector<double> adv(n);
+    std::vector<advantage::GroupStats> groups(sizes.size());
+    advantage::BatchSummary summary;
+    RlscoreGpuBatch in{};
+    in.rewards = rewards.data();
+    in.num_rewards = n;
+    in.group_sizes = sizes.data();
+    in.num_groups = sizes.size();
+    in.zero_variance_threshold = advantage::kDefaultZeroVarianceThreshold;
+    RlscoreGpuOutput out{adv.data(), groups.data(), &summary};
+    auto time_host = [](auto body) {
+      body();
+      std::vector<double> ms;
+      for (int r = 0; r < 15; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        body();
+        ms.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count());
+      }
+      return Median(ms);
+    };
+    const double module_ms =
+        time_host([&] { rlscore_gpu_compute(gpu, &in, &out, error, sizeof error); });
+    const double cpu_ms = time_host([&] {
+      advantage::reference::ComputeReference({rewards, sizes, {}}, advantage::Options{}, adv,
+                                             groups, &summary);
+    });
+    std::printf("%11zu %12.3f %12.3f %8s\n", n, module_ms, cpu_ms,
+                module_ms < cpu_ms ? "gpu" : "cpu");
+  }
+  rlscore_gpu_close(gpu);
+}
+
+}  // namespace
+}  // namespace rlscore::gpu
+
+int main(int argc, char** argv) {
+  std::string data_dir;
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--data-dir") == 0) data_dir = argv[i + 1];
+  }
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::printf("SKIP: no CUDA device\n");
+    return 77;
+  }
+  cudaDeviceProp props;
+  CHECK_CUDA(cudaGetDeviceProperties(&props, 0));
+  std::printf("device: %s, %d SMs\n", props.name, props.multiProcessorCount);
+  rlscore::gpu::DeviceTable(data_dir);
+  rlscore::gpu::ThresholdTable();
+  return 0;
+}

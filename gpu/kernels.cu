@@ -1,0 +1,431 @@
+#include <cooperative_groups.h>
+
+#include <algorithm>
+#include <bit>
+#include <cub/device/device_scan.cuh>
+
+#include "gpu/kernels.h"
+
+namespace rlscore::gpu {
+namespace {
+
+namespace cg = cooperative_groups;
+using advantage::Deviation;
+using advantage::Estimator;
+using advantage::GroupStats;
+using advantage::kNumZeroVarianceCauses;
+using advantage::Outcome;
+using advantage::ZeroVarianceCause;
+using advantage::reference::BelowThreshold;
+using advantage::reference::CauseFromOutcomeSet;
+using advantage::reference::Factor;
+using advantage::reference::kTinySumOfSquares;
+using advantage::reference::Merge;
+using advantage::reference::Moments;
+using advantage::reference::StdFromM2;
+
+constexpr int kBlockThreads = 256;
+constexpr uint32_t kMaxGroupsPerBlock = 256;  // a power of two, at most kBlockThreads
+constexpr int kTreeThreads = 512;             // the tree kernel folds 2 * kTreeThreads partials
+constexpr uint8_t kUnscorable = static_cast<uint8_t>(Outcome::kUnscorable);
+
+// The canonical fold of the tile's lanes (lane[j] += lane[j + w], w = W/2 … 1), broadcast.
+template <int W, typename Tile>
+__device__ double FoldLanes(const Tile& tile, double acc) {
+#pragma unroll
+  for (int w = W / 2; w >= 1; w /= 2) acc = __dadd_rn(acc, tile.shfl_down(acc, w));
+  return tile.shfl(acc, 0);
+}
+
+// The largest value over the tile (order-free).
+template <int W, typename Tile>
+__device__ double MaxOverTile(const Tile& tile, double v) {
+#pragma unroll
+  for (int w = W / 2; w >= 1; w /= 2) v = fmax(v, tile.shfl_xor(v, w));
+  return v;
+}
+
+template <int W, typename Tile>
+__device__ uint32_t OrOverTile(const Tile& tile, uint32_t v) {
+#pragma unroll
+  for (int w = W / 2; w >= 1; w /= 2) v |= tile.shfl_xor(v, w);
+  return v;
+}
+
+__device__ inline bool Scorable(const uint8_t* outcomes, uint64_t index) {
+  return outcomes == nullptr || outcomes[index] != kUnscorable;
+}
+
+// Writes one group's advantages: +0.0 for a zero-variance group and for unscorable entries,
+// (r - μ) · factor otherwise.
+template <int W, typename Tile>
+__device__ void WriteGroup(const Tile& tile, const DeviceBatch& batch, double* out, uint64_t offset,
+                           uint32_t size, bool zero_variance, double mean, double factor) {
+  const double* x = batch.rewards + offset;
+  for (uint32_t i = tile.thread_rank(); i < size; i += W) {
+    double a = 0.0;
+    if (!zero_variance && Scorable(batch.outcomes, offset + i)) {
+      a = __dmul_rn(__dsub_rn(x[i], mean), factor);
+    }
+    out[offset + i] = a;
+  }
+}
+
+// Statistics, cause and (unless batch-normalised) advantages of every group; the moments of the
+// block's B = groups_per_block groups folded over the canonical tree into partials[blockIdx.x].
+template <int W>
+__global__ void __launch_bounds__(kBlockThreads)
+    GroupKernel(DeviceBatch batch, DeviceOutput out, const uint32_t* offsets, double* compacted,
+                Moments* partials, uint32_t groups_per_block, bool write_advantages) {
+  __shared__ Moments moments[kMaxGroupsPerBlock];
+  __shared__ unsigned int causes[kNumZeroVarianceCauses];
+  __shared__ unsigned int unscorable;
+
+  cg::thread_block block = cg::this_thread_block();
+  const auto tile = cg::tiled_partition<W>(block);
+  const uint32_t lane = tile.thread_rank();
+  const uint32_t tiles = kBlockThreads / W;
+  const uint32_t tile_index = threadIdx.x / W;
+
+  for (uint32_t i = threadIdx.x; i < kMaxGroupsPerBlock; i += kBlockThreads) moments[i] = Moments{};
+  if (threadIdx.x < kNumZeroVarianceCauses) causes[threadIdx.x] = 0;
+  if (threadIdx.x == 0) unscorable = 0;
+  block.sync();
+
+  const double tau = batch.options.zero_variance_threshold;
+  const Deviation deviation = batch.options.deviation;
+  const uint64_t first_group = static_cast<uint64_t>(blockIdx.x) * groups_per_block;
+  for (uint32_t local = tile_index; local < groups_per_block; local += tiles) {
+    const uint64_t g = first_group + local;
+    if (g >= batch.num_groups) break;
+    const uint32_t size = batch.group_sizes[g];
+    const uint64_t offset = offsets[g];
+    const double* x = batch.rewards + offset;
+
+    // The scorable values, contiguous: the rewards themselves, or compacted in order.
+    const double* values = x;
+    uint32_t n = size;
+    uint32_t present = 0;  // the outcomes of the scorable entries, as a bit set
+    if (batch.outcomes != nullptr) {
+      const uint8_t* outcome = batch.outcomes + offset;
+      double* dst = compacted + offset;
+      uint32_t base = 0;
+      for (uint32_t c = 0; c < size; c += W) {
+        const uint32_t i = c + lane;
+        const bool ok = i < size && outcome[i] != kUnscorable;
+        if (ok) present |= 1u << outcome[i];
+        const uint32_t mask = tile.ballot(ok);
+        if (ok) dst[base + __popc(mask & ((1u << lane) - 1u))] = x[i];
+        base += __popc(mask);
+      }
+      n = base;
+      values = dst;
+      present = OrOverTile<W>(tile, present);
+      tile.sync();  // the compacted values are visible to the whole tile
+    }
+
+    // First pass: Σ x in the canonical order, and bit-identity with the first value.
+    double mean = 0.0, m2 = 0.0, std = 0.0;
+    bool identical = true;
+    bool finite = true;
+    if (n > 0) {
+      const unsigned long long first = __double_as_longlong(values[0]);
+      double acc = 0.0;
+      bool differs = false;
+      for (uint32_t i = lane; i < n; i += W) {
+        const double v = values[i];
+        acc = __dadd_rn(acc, v);
+        differs |= __double_as_longlong(v) != first;
+      }
+      const double sum = FoldLanes<W>(tile, acc);
+      identical = !tile.any(differs);
+      finite = isfinite(sum);
+      if (finite) {
+        mean = identical ? values[0] : __ddiv_rn(sum, static_cast<double>(n));
+        if (!identical) {
+          // Second pass: Σ (x - μ)².
+          acc = 0.0;
+          for (uint32_t i = lane; i < n; i += W) {
+            const double d = __dsub_rn(values[i], mean);
+            acc = __dadd_rn(acc, __dmul_rn(d, d));
+          }
+          m2 = FoldLanes<W>(tile, acc);
+          finite = isfinite(m2);
+        }
+        if (finite && !identical && m2 < kTinySumOfSquares) {
+          // A spread below about 1e-140: deviations rescaled by the largest one (reference.cc).
+          double scale = 0.0;
+          for (uint32_t i = lane; i < n; i += W) {
+            scale = fmax(scale, fabs(__dsub_rn(values[i], mean)));
+          }
+          scale = MaxOverTile<W>(tile, scale);
+          if (scale == 0.0) {
+            m2 = 0.0;
+            std = 0.0;
+          } else {
+            acc = 0.0;
+            for (uint32_t i = lane; i < n; i += W) {
+              const double d = __ddiv_rn(__dsub_rn(values[i], mean), scale);
+              acc = __dadd_rn(acc, __dmul_rn(d, d));
+            }
+            const double scaled = FoldLanes<W>(tile, acc);
+            m2 = __dmul_rn(__dmul_rn(scaled, scale), scale);
+            std = __dmul_rn(scale, StdFromM2(scaled, n, deviation));
+          }
+        } else if (finite) {
+          std = StdFromM2(m2, n, deviation);
+        }
+      }
+    }
+    if (!finite) {
+      // The host redoes the batch on the CPU, which names the offending value. The statistics
+      // are still defined, so that nothing downstream reads garbage.
+      if (lane == 0) {
+        atomicMin(&out.counters->first_bad_group, static_cast<unsigned long long>(g));
+        out.groups[g] = GroupStats{};
+      }
+      continue;
+    }
+
+    ZeroVarianceCause cause = ZeroVarianceCause::kNone;
+    if (n == 0) {
+      cause = ZeroVarianceCause::kAllUnscorable;
+    } else if (n == 1) {
+      cause = ZeroVarianceCause::kSingleton;
+    } else if (identical || BelowThreshold(std, tau)) {
+      cause = CauseFromOutcomeSet(present);
+      if (cause == ZeroVarianceCause::kNone) {
+        cause =
+            identical ? ZeroVarianceCause::kIdenticalRewards : ZeroVarianceCause::kBelowThreshold;
+      }
+    }
+
+    if (lane == 0) {
+      GroupStats& stats = out.groups[g];
+      stats.mean = mean;
+      stats.std = std;
+      stats.scorable = n;
+      stats.cause = cause;
+      moments[local] = Moments{n, mean, m2};
+      atomicAdd(&unscorable, size - n);
+      if (write_advantages) atomicAdd(&causes[static_cast<int>(cause)], 1u);
+    }
+    if (write_advantages) {
+      const bool zero_variance = cause != ZeroVarianceCause::kNone;
+      const double factor = zero_variance ? 0.0 : Factor(batch.options.estimator, std, n, 0.0);
+      WriteGroup<W>(tile, batch, out.advantages, offset, size, zero_variance, mean, factor);
+    }
+  }
+  block.sync();
+
+  // The canonical tree over this block's aligned run of groups (empty moments past the end).
+  for (uint32_t w = 1; w < groups_per_block; w *= 2) {
+    const uint32_t j = 2 * w * threadIdx.x;
+    if (j + w < groups_per_block) moments[j] = Merge(moments[j], moments[j + w]);
+    block.sync();
+  }
+  if (threadIdx.x == 0) partials[blockIdx.x] = moments[0];
+  if (threadIdx.x < kNumZeroVarianceCauses && causes[threadIdx.x] != 0) {
+    atomicAdd(&out.counters->by_cause[threadIdx.x], causes[threadIdx.x]);
+  }
+  if (threadIdx.x == 0 && unscorable != 0) atomicAdd(&out.counters->unscorable, unscorable);
+}
+
+// One more stretch of the canonical tree: block b folds in[b·2T … (b+1)·2T) into out[b].
+__global__ void __launch_bounds__(kTreeThreads)
+    TreeKernel(const Moments* in, Moments* out, uint64_t count) {
+  __shared__ Moments moments[2 * kTreeThreads];
+  const uint64_t base = static_cast<uint64_t>(blockIdx.x) * 2 * kTreeThreads;
+  for (uint32_t i = threadIdx.x; i < 2 * kTreeThreads; i += kTreeThreads) {
+    moments[i] = base + i < count ? in[base + i] : Moments{};
+  }
+  __syncthreads();
+  for (uint32_t w = 1; w < 2 * kTreeThreads; w *= 2) {
+    const uint32_t j = 2 * w * threadIdx.x;
+    if (j + w < 2 * kTreeThreads) moments[j] = Merge(moments[j], moments[j + w]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = moments[0];
+}
+
+// Batch-normalised advantages, once σ_batch is known: (r - μ_group) / σ_batch, and the clamp when
+// σ_batch < τ.
+template <int W>
+__global__ void __launch_bounds__(kBlockThreads)
+    BatchNormalizedKernel(DeviceBatch batch, DeviceOutput out, const uint32_t* offsets) {
+  __shared__ unsigned int causes[kNumZeroVarianceCauses];
+  cg::thread_block block = cg::this_thread_block();
+  const auto tile = cg::tiled_partition<W>(block);
+  if (threadIdx.x < kNumZeroVarianceCauses) causes[threadIdx.x] = 0;
+  block.sync();
+  // A batch with a non-finite group is redone on the CPU: nothing to write (the flag is final,
+  // GroupKernel ran before on the same stream).
+  if (out.counters->first_bad_group != ~0ull) return;
+
+  const Moments root = *out.root;
+  const double batch_std = StdFromM2(root.m2, root.n, batch.options.deviation);
+  const bool batch_below = BelowThreshold(batch_std, batch.options.zero_variance_threshold);
+  const double factor = Factor(Estimator::kBatchNormalized, 0.0, 0, batch_std);
+  const uint64_t tiles = static_cast<uint64_t>(gridDim.x) * (kBlockThreads / W);
+  for (uint64_t g = static_cast<uint64_t>(blockIdx.x) * (kBlockThreads / W) + threadIdx.x / W;
+       g < batch.num_groups; g += tiles) {
+    const GroupStats stats = out.groups[g];
+    ZeroVarianceCause cause = stats.cause;
+    if (cause == ZeroVarianceCause::kNone && batch_below)
+      cause = ZeroVarianceCause::kBelowThreshold;
+    tile.sync();  // every lane has read the statistics before lane 0 updates them
+    if (tile.thread_rank() == 0) {
+      out.groups[g].cause = cause;
+      atomicAdd(&causes[static_cast<int>(cause)], 1u);
+    }
+    WriteGroup<W>(tile, batch, out.advantages, offsets[g], batch.group_sizes[g],
+                  cause != ZeroVarianceCause::kNone, stats.mean, factor);
+  }
+  block.sync();
+  if (threadIdx.x < kNumZeroVarianceCauses && causes[threadIdx.x] != 0) {
+    atomicAdd(&out.counters->by_cause[threadIdx.x], causes[threadIdx.x]);
+  }
+}
+
+template <int W>
+cudaError_t LaunchForWidth(const DeviceBatch& batch, const DeviceOutput& output,
+                           Workspace* workspace, uint32_t groups_per_block, uint64_t blocks,
+                           cudaStream_t stream) {
+  const bool batch_normalized = batch.options.estimator == Estimator::kBatchNormalized;
+  GroupKernel<W><<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream>>>(
+      batch, output, workspace->offsets, workspace->compacted, workspace->partials[0],
+      groups_per_block, !batch_normalized);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+
+  // The rest of the tree, 1024 partials per block, ping-ponging between the two buffers.
+  uint64_t count = blocks;
+  int from = 0;
+  if (count == 1) {
+    e = cudaMemcpyAsync(output.root, workspace->partials[0], sizeof(Moments),
+                        cudaMemcpyDeviceToDevice, stream);
+    if (e != cudaSuccess) return e;
+  }
+  while (count > 1) {
+    const uint64_t next = (count + 2 * kTreeThreads - 1) / (2 * kTreeThreads);
+    Moments* to = next == 1 ? output.root : workspace->partials[1 - from];
+    TreeKernel<<<static_cast<unsigned>(next), kTreeThreads, 0, stream>>>(workspace->partials[from],
+                                                                         to, count);
+    e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    count = next;
+    from = 1 - from;
+  }
+
+  if (batch_normalized) {
+    const uint64_t tiles_per_block = kBlockThreads / W;
+    const uint64_t wanted = (batch.num_groups + tiles_per_block - 1) / tiles_per_block;
+    const uint64_t grid =
+        std::max<uint64_t>(1, std::min<uint64_t>(wanted, 32ull * workspace->sm_count));
+    BatchNormalizedKernel<W><<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
+        batch, output, workspace->offsets);
+    e = cudaGetLastError();
+  }
+  return e;
+}
+
+}  // namespace
+
+Workspace::~Workspace() { Release(); }
+
+void Workspace::Release() {
+  cudaFree(offsets);
+  cudaFree(compacted);
+  cudaFree(partials[0]);
+  cudaFree(partials[1]);
+  cudaFree(scan_temp);
+  offsets = nullptr;
+  compacted = nullptr;
+  partials[0] = partials[1] = nullptr;
+  scan_temp = nullptr;
+  offsets_bytes = compacted_bytes = partials_bytes[0] = partials_bytes[1] = scan_temp_bytes = 0;
+}
+
+cudaError_t Workspace::Reserve(void** buffer, size_t* capacity, size_t bytes) {
+  if (*capacity >= bytes) return cudaSuccess;
+  cudaFree(*buffer);
+  *buffer = nullptr;
+  *capacity = 0;
+  const size_t want = bytes + bytes / 4;  // some headroom for the next, slightly larger batch
+  cudaError_t e = cudaMalloc(buffer, want);
+  if (e != cudaSuccess) return e;
+  *capacity = want;
+  return cudaSuccess;
+}
+
+cudaError_t LaunchAdvantages(const DeviceBatch& batch, const DeviceOutput& output,
+                             Workspace* workspace, cudaStream_t stream) {
+  cudaError_t e = cudaMemsetAsync(output.counters, 0, sizeof(DeviceCounters), stream);
+  if (e != cudaSuccess) return e;
+  e = cudaMemsetAsync(&output.counters->first_bad_group, 0xff, sizeof(unsigned long long), stream);
+  if (e != cudaSuccess) return e;
+  if (batch.num_groups == 0) return cudaMemsetAsync(output.root, 0, sizeof(Moments), stream);
+
+  if (workspace->sm_count == 0) {
+    int device = 0;
+    e = cudaGetDevice(&device);
+    if (e == cudaSuccess) {
+      e = cudaDeviceGetAttribute(&workspace->sm_count, cudaDevAttrMultiProcessorCount, device);
+    }
+    if (e != cudaSuccess) return e;
+  }
+
+  // Where each group starts: an exclusive scan of the sizes (integers: exact in any order).
+  e = workspace->Reserve(reinterpret_cast<void**>(&workspace->offsets), &workspace->offsets_bytes,
+                         batch.num_groups * sizeof(uint32_t));
+  if (e != cudaSuccess) return e;
+  const int num_groups = static_cast<int>(batch.num_groups);
+  size_t scan_bytes = 0;
+  e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, batch.group_sizes, workspace->offsets,
+                                    num_groups, stream);
+  if (e != cudaSuccess) return e;
+  e = workspace->Reserve(&workspace->scan_temp, &workspace->scan_temp_bytes, scan_bytes);
+  if (e != cudaSuccess) return e;
+  e = cub::DeviceScan::ExclusiveSum(workspace->scan_temp, scan_bytes, batch.group_sizes,
+                                    workspace->offsets, num_groups, stream);
+  if (e != cudaSuccess) return e;
+  if (batch.outcomes != nullptr) {
+    e = workspace->Reserve(reinterpret_cast<void**>(&workspace->compacted),
+                           &workspace->compacted_bytes, batch.num_rewards * sizeof(double));
+    if (e != cudaSuccess) return e;
+  }
+
+  // Enough blocks to fill the device (four per SM) before a block takes more groups.
+  uint32_t groups_per_block = kMaxGroupsPerBlock;
+  const uint64_t enough = 4ull * static_cast<uint64_t>(workspace->sm_count);
+  while (groups_per_block > 1 &&
+         (batch.num_groups + groups_per_block - 1) / groups_per_block < enough) {
+    groups_per_block /= 2;
+  }
+  const uint64_t blocks = (batch.num_groups + groups_per_block - 1) / groups_per_block;
+  e = workspace->Reserve(reinterpret_cast<void**>(&workspace->partials[0]),
+                         &workspace->partials_bytes[0], blocks * sizeof(Moments));
+  if (e != cudaSuccess) return e;
+  e = workspace->Reserve(reinterpret_cast<void**>(&workspace->partials[1]),
+                         &workspace->partials_bytes[1],
+                         ((blocks + 2 * kTreeThreads - 1) / (2 * kTreeThreads)) * sizeof(Moments));
+  if (e != cudaSuccess) return e;
+
+  const uint32_t width = batch.max_group_size >= 32 ? 32u : std::bit_ceil(batch.max_group_size);
+  switch (width) {
+    case 1:
+      return LaunchForWidth<1>(batch, output, workspace, groups_per_block, blocks, stream);
+    case 2:
+      return LaunchForWidth<2>(batch, output, workspace, groups_per_block, blocks, stream);
+    case 4:
+      return LaunchForWidth<4>(batch, output, workspace, groups_per_block, blocks, stream);
+    case 8:
+      return LaunchForWidth<8>(batch, output, workspace, groups_per_block, blocks, stream);
+    case 16:
+      return LaunchForWidth<16>(batch, output, workspace, groups_per_block, blocks, stream);
+    default:
+      return LaunchForWidth<32>(batch, output, workspace, groups_per_block, blocks, stream);
+  }
+}
+
+}  // namespace rlscore::gpu

@@ -1,0 +1,87 @@
+// CUDA kernels for group advantages (SPEC §4) on device-resident data, in the canonical order of
+// advantage/reference.h, so every statistic, zero-variance decision and advantage is bit-identical
+// to the CPU reference.
+//
+// Layout of the work: a tile of W threads (W = 1, 2, …, 32, the group width rounded up to a power
+// of two, at most a warp) owns one group at a time. Lane l of the tile adds the group's elements
+// l, l + 32, … (the canonical lanes; a tile narrower than a warp only exists when every group fits
+// in it), the lanes are folded with shuffles, and the same tile writes the advantages. A block
+// owns an aligned run of B groups (a power of two) and folds their moments over the canonical tree
+// in shared memory, so only one partial per block reaches global memory.
+//
+//   DeviceBatch batch{...};            // device pointers; see the fields
+//   Workspace workspace;               // owned by the caller, reused across calls
+//   cudaError_t e = LaunchAdvantages(batch, output, &workspace, stream);
+//
+// Host code only (the kernels are internal to kernels.cu). Nothing here synchronises the stream;
+// the results are ready when the stream is.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "advantage/reference.h"
+#include "advantage/types.h"
+
+namespace rlscore::gpu {
+
+// Counters the kernels add to; zeroed by LaunchAdvantages.
+struct DeviceCounters {
+  unsigned long long by_cause[advantage::kNumZeroVarianceCauses];
+  unsigned long long unscorable;
+  // The first group (lowest index) whose sum or M2 is not finite; ~0 when none.
+  unsigned long long first_bad_group;
+};
+
+struct DeviceBatch {
+  const double* rewards = nullptr;        // num_rewards
+  const uint32_t* group_sizes = nullptr;  // num_groups, each > 0
+  const uint8_t* outcomes = nullptr;      // num_rewards advantage::Outcome values, or null
+  uint64_t num_rewards = 0;               // < 2^32
+  uint64_t num_groups = 0;
+  uint32_t max_group_size = 0;
+  advantage::Options options;
+};
+
+struct DeviceOutput {
+  double* advantages = nullptr;                   // num_rewards
+  advantage::GroupStats* groups = nullptr;        // num_groups
+  advantage::reference::Moments* root = nullptr;  // one: the batch's moments
+  DeviceCounters* counters = nullptr;             // one
+};
+
+// Device scratch that LaunchAdvantages grows as needed and reuses; free with Release().
+class Workspace {
+ public:
+  Workspace() = default;
+  Workspace(const Workspace&) = delete;
+  Workspace& operator=(const Workspace&) = delete;
+  ~Workspace();
+
+  void Release();
+
+  // Internal to kernels.cu.
+  cudaError_t Reserve(void** buffer, size_t* capacity, size_t bytes);
+  uint32_t* offsets = nullptr;
+  size_t offsets_bytes = 0;
+  double* compacted = nullptr;  // scorable rewards, compacted per group (only with outcomes)
+  size_t compacted_bytes = 0;
+  advantage::reference::Moments* partials[2] = {nullptr, nullptr};
+  size_t partials_bytes[2] = {0, 0};
+  void* scan_temp = nullptr;
+  size_t scan_temp_bytes = 0;
+  int sm_count = 0;
+};
+
+// Computes advantages, group statistics, the batch moments (root) and the counters for `batch`.
+// REQUIRES: a valid shape (advantage::ValidateShape), num_rewards < 2^32, num_groups < 2^31,
+// max_group_size the largest group size (it picks the tile width, hence the summation order), every
+// pointer on the current device. Groups whose values are not finite are reported in
+// counters->first_bad_group (their outputs are then unspecified); the caller redoes such a batch on
+// the CPU for the message.
+cudaError_t LaunchAdvantages(const DeviceBatch& batch, const DeviceOutput& output,
+                             Workspace* workspace, cudaStream_t stream);
+
+}  // namespace rlscore::gpu
