@@ -8,68 +8,86 @@
 namespace rlscore::advantage::reference {
 namespace {
 
-// Lanes that can hold something for a group of n > 0 values: the fold starts at half of this.
-size_t LaneWidth(size_t n) { return n >= kLanes ? kLanes : std::bit_ceil(n); }
+// The canonical order adds each lane's first element to +0.0. That only ever turns -0.0 into +0.0,
+// and a partial sum is -0.0 only when every value under it is -0.0, so the canonical result is the
+// same fold over the raw values, plus +0.0 once at the end. The loops below skip the per-lane
+// additions that way (the reference test checks them against the order spelled out).
 
-// Scalar on purpose: the lanes were just stored one double at a time, and SIMD loads spanning two
-// of those stores would stall on store-to-load forwarding.
-__attribute__((optimize("no-tree-vectorize"))) double Fold(double* lanes, size_t width) {
-  for (size_t w = width / 2; w >= 1; w /= 2) {
-    for (size_t j = 0; j < w; ++j) lanes[j] += lanes[j + w];
-  }
-  return lanes[0];
-}
-
-// Σ term(x[i]) over exactly W < 32 values (the usual power-of-two group), folded in registers:
+// Σ term(x[i]) over exactly W < kLanes values (a small power-of-two group), folded in registers:
 // the loops are unrolled, so no lane goes through memory.
 template <size_t W, typename Term>
 double FullSmallSum(const double* x, Term term) {
   double v[W];
 #pragma GCC unroll 16
-  for (size_t l = 0; l < W; ++l) v[l] = 0.0 + term(x[l]);
+  for (size_t l = 0; l < W; ++l) v[l] = term(x[l]);
 #pragma GCC unroll 16
   for (size_t w = W / 2; w >= 1; w /= 2) {
 #pragma GCC unroll 16
     for (size_t j = 0; j < w; ++j) v[j] += v[j + w];
   }
-  return v[0];
+  return v[0] + 0.0;
 }
 
-// Σ term(x[i]) in the canonical order. A lane's first element is added to +0.0 (0.0 + v turns a
-// -0.0 into +0.0 and leaves everything else as it is); a group smaller than 32 fills only the
-// lanes it has and folds from there. The fixed inner loop of 32 lets the compiler keep the lanes
-// in SIMD registers.
+// Σ term(x[i]) over W/2 < n < W values, in registers: the first fold level pairs lane j with
+// lane j + W/2, which is empty (+0.0) from n on; the later levels are full.
+template <size_t W, typename Term>
+double RaggedSmallSum(const double* x, size_t n, Term term) {
+  double v[W / 2];
+#pragma GCC unroll 16
+  for (size_t j = 0; j < W / 2; ++j) {
+    const double high = term(x[std::min(j + W / 2, n - 1)]);  // always in bounds
+    v[j] = term(x[j]) + (j + W / 2 < n ? high : 0.0);
+  }
+#pragma GCC unroll 16
+  for (size_t w = W / 4; w >= 1; w /= 2) {
+#pragma GCC unroll 16
+    for (size_t j = 0; j < w; ++j) v[j] += v[j + w];
+  }
+  return v[0] + 0.0;
+}
+
+// Σ term(x[i]) in the canonical order. A group smaller than 8 fills only the lanes it has and
+// folds from there; larger ones keep the 8 lanes in SIMD registers.
 template <typename Term>
 double CanonicalSum(const double* x, size_t n, Term term) {
   switch (n) {
     case 1:
-      return 0.0 + term(x[0]);
+      return term(x[0]) + 0.0;
     case 2:
       return FullSmallSum<2>(x, term);
     case 4:
       return FullSmallSum<4>(x, term);
-    case 8:
-      return FullSmallSum<8>(x, term);
-    case 16:
-      return FullSmallSum<16>(x, term);
     default:
       break;
   }
-  alignas(64) double lanes[kLanes];
   if (n < kLanes) {
-    const size_t width = LaneWidth(n);
-    size_t l = 0;
-    for (; l < n; ++l) lanes[l] = 0.0 + term(x[l]);
-    for (; l < width; ++l) lanes[l] = 0.0;
-    return Fold(lanes, width);
+    if (n < 4) return RaggedSmallSum<4>(x, n, term);
+    return RaggedSmallSum<8>(x, n, term);
   }
-  for (int l = 0; l < kLanes; ++l) lanes[l] = 0.0 + term(x[l]);
+  // The lanes in registers: whole rows, then the last partial row with its missing lanes
+  // adding +0.0 (a lane is then +0.0 where the raw sum would be -0.0, which the final +0.0 makes
+  // no difference to).
+  double v[kLanes];
+#pragma GCC unroll 8
+  for (size_t l = 0; l < kLanes; ++l) v[l] = term(x[l]);
   size_t i = kLanes;
   for (; i + kLanes <= n; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) lanes[l] += term(x[i + l]);
+#pragma GCC unroll 8
+    for (size_t l = 0; l < kLanes; ++l) v[l] += term(x[i + l]);
   }
-  for (size_t l = 0; i < n; ++i, ++l) lanes[l] += term(x[i]);
-  return Fold(lanes, kLanes);
+  if (i < n) {
+#pragma GCC unroll 8
+    for (size_t l = 0; l < kLanes; ++l) {
+      const double t = term(x[std::min(i + l, n - 1)]);  // always in bounds
+      v[l] += i + l < n ? t : 0.0;
+    }
+  }
+#pragma GCC unroll 16
+  for (size_t w = kLanes / 2; w >= 1; w /= 2) {
+#pragma GCC unroll 16
+    for (size_t j = 0; j < w; ++j) v[j] += v[j + w];
+  }
+  return v[0] + 0.0;
 }
 
 bool IsScorable(const Batch& batch, size_t index) {

@@ -2,12 +2,15 @@
 // operation, so that the CPU path and the CUDA path (gpu/) produce bit-identical statistics,
 // zero-variance decisions and advantages.
 //
-// Sums over a group use 32 lanes: element i of the group's scorable rewards goes to lane i % 32,
-// each lane adds its elements in index order starting from +0.0, and the lanes are then folded
-// pairwise, lane[j] += lane[j + w] for w = 16, 8, 4, 2, 1. A CUDA warp does exactly this with one
-// thread per lane and shuffles; the CPU keeps the 32 lanes in an array (SIMD vectors). A lane is
-// never -0.0 (+0.0 + -0.0 is +0.0, and an exact zero sum is +0.0), so lanes that received nothing
-// add nothing: a group of n < 32 may fold from w = bit_ceil(n) / 2 with the same result.
+// Sums over a group use 8 lanes: element i of the group's scorable rewards goes to lane i % 8, each
+// lane adds its elements in index order starting from +0.0, and the lanes are then folded
+// pairwise, lane[j] += lane[j + w] for w = 4, 2, 1. On the GPU a tile of 8 threads does exactly
+// this with shuffles (one thread per lane, 64 contiguous bytes per load); the CPU keeps the lanes
+// in SIMD registers. Eight lanes rather than a warp's 32: the fold is cheap for the small groups
+// that dominate GRPO (8 to 64 completions), which is what the CPU path spends its time on, and
+// the GPU stays bandwidth-bound with four groups per warp. A lane is never -0.0 (+0.0 + -0.0 is
+// +0.0, and an exact zero sum is +0.0), so lanes that received nothing add nothing: a group of
+// n < 8 may fold from w = bit_ceil(n) / 2 with the same result.
 //
 // The batch's moments (n, mean, M2) are merged from the groups' with the pairwise update of
 // Chan, Golub & LeVeque (1979) over a fixed tree of adjacent pairs: level w = 1, 2, 4, … merges
@@ -36,7 +39,7 @@
 
 namespace rlscore::advantage::reference {
 
-inline constexpr int kLanes = 32;
+inline constexpr size_t kLanes = 8;
 
 // A σ below the smallest normal double is treated as zero whatever τ is: 1/σ would overflow.
 inline constexpr double kSmallestUsableStd = 2.2250738585072014e-308;  // DBL_MIN

@@ -411,7 +411,10 @@ cudaError_t LaunchAdvantages(const DeviceBatch& batch, const DeviceOutput& outpu
                          ((blocks + 2 * kTreeThreads - 1) / (2 * kTreeThreads)) * sizeof(Moments));
   if (e != cudaSuccess) return e;
 
-  const uint32_t width = batch.max_group_size >= 32 ? 32u : std::bit_ceil(batch.max_group_size);
+  constexpr uint32_t kLanes = static_cast<uint32_t>(advantage::reference::kLanes);
+  static_assert(kLanes == 8, "the tile widths below");
+  const uint32_t width =
+      batch.max_group_size >= kLanes ? kLanes : std::bit_ceil(batch.max_group_size);
   switch (width) {
     case 1:
       return LaunchForWidth<1>(batch, output, workspace, groups_per_block, blocks, stream);
@@ -419,12 +422,8 @@ cudaError_t LaunchAdvantages(const DeviceBatch& batch, const DeviceOutput& outpu
       return LaunchForWidth<2>(batch, output, workspace, groups_per_block, blocks, stream);
     case 4:
       return LaunchForWidth<4>(batch, output, workspace, groups_per_block, blocks, stream);
-    case 8:
-      return LaunchForWidth<8>(batch, output, workspace, groups_per_block, blocks, stream);
-    case 16:
-      return LaunchForWidth<16>(batch, output, workspace, groups_per_block, blocks, stream);
     default:
-      return LaunchForWidth<32>(batch, output, workspace, groups_per_block, blocks, stream);
+      return LaunchForWidth<8>(batch, output, workspace, groups_per_block, blocks, stream);
   }
 }
 

@@ -2,12 +2,12 @@
 // advantage/reference.h, so every statistic, zero-variance decision and advantage is bit-identical
 // to the CPU reference.
 //
-// Layout of the work: a tile of W threads (W = 1, 2, …, 32, the group width rounded up to a power
-// of two, at most a warp) owns one group at a time. Lane l of the tile adds the group's elements
-// l, l + 32, … (the canonical lanes; a tile narrower than a warp only exists when every group fits
-// in it), the lanes are folded with shuffles, and the same tile writes the advantages. A block
-// owns an aligned run of B groups (a power of two) and folds their moments over the canonical tree
-// in shared memory, so only one partial per block reaches global memory.
+// Layout of the work: a tile of W threads (W = 1, 2, 4 or 8: the largest group rounded up to a
+// power of two, at most the 8 canonical lanes) owns one group at a time. Lane l of the tile adds
+// the group's elements l, l + 8, … (a tile narrower than 8 only exists when every group fits in
+// it), the lanes are folded with shuffles, and the same tile writes the advantages. A block owns
+// an aligned run of B groups (a power of two) and folds their moments over the canonical tree in
+// shared memory, so only one partial per block reaches global memory.
 //
 //   DeviceBatch batch{...};            // device pointers; see the fields
 //   Workspace workspace;               // owned by the caller, reused across calls

@@ -10,14 +10,14 @@
 namespace rlscore::advantage::reference {
 namespace {
 
-// The canonical order spelled out with no shortcut: 32 lanes from +0.0, element i into lane
-// i % 32, then the full fold from w = 16. The CPU's fast paths (small groups folded from their
-// own width, powers of two in registers) must match it bit for bit.
+// The canonical order spelled out with no shortcut: kLanes lanes from +0.0, element i into lane
+// i % kLanes, then the full fold from w = kLanes / 2. The CPU's fast paths (raw sums plus +0.0 at
+// the end, small groups folded from their own width, a partial last row) must match it bit for bit.
 double Spelled(const std::vector<double>& x) {
-  double lanes[32] = {};
-  for (size_t i = 0; i < x.size(); ++i) lanes[i % 32] += x[i];
-  for (int w = 16; w >= 1; w /= 2) {
-    for (int j = 0; j < w; ++j) lanes[j] += lanes[j + w];
+  double lanes[kLanes] = {};
+  for (size_t i = 0; i < x.size(); ++i) lanes[i % kLanes] += x[i];
+  for (size_t w = kLanes / 2; w >= 1; w /= 2) {
+    for (size_t j = 0; j < w; ++j) lanes[j] += lanes[j + w];
   }
   return lanes[0];
 }

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The prepared GPU check of the CUDA batch path (issue 6), for a short device window.
+#
+#   gpu/run_device_checks.sh [OUT_DIR]          (default: $OUT, else /tmp/rlscore-gpu-checks)
+#
+# Builds the CUDA-only targets from gpu/ (needs CMake, a C++ compiler and the CUDA toolkit; not
+# Debian's gRPC or abseil), runs the parity test (10^3 … 10^8 rewards, every case bit-identical to
+# the CPU reference), the benchmark (kernels vs a device-to-device copy, cuBLAS group sums, the
+# module call vs the CPU by batch size), and PyTorch's GRPO advantage on the same 10^8 rewards
+# when torch imports. Prints a short table at the end; every full output is kept in OUT_DIR.
+# Sized for about five minutes on an H200, so a 15-minute window leaves room for a rerun.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-${OUT:-/tmp/rlscore-gpu-checks}}
+data=$(mktemp -d /tmp/rlscore-gpu-data.XXXXXX)  # 800 MB of rewards: never in OUT_DIR
+trap 'rm -rf "$data"' EXIT
+mkdir -p "$out"
+start=$(date +%s)
+step() { echo "== $* ($(($(date +%s) - start)) s)"; }
+
+step "device"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee "$out/device.txt"
+nvcc --version | tail -1 | tee -a "$out/device.txt"
+
+step "build (gpu/ standalone, sm_90)"
+generator=()
+command -v ninja > /dev/null && generator=(-G Ninja)
+if ! cmake -S gpu -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/configure.log" 2>&1 ||
+   ! cmake --build build-gpu -j "$(nproc)" > "$out/build.log" 2>&1; then
+  tail -30 "$out/configure.log" "$out/build.log" 2> /dev/null
+  echo "BUILD FAILED"
+  exit 1
+fi
+
+step "parity"
+timeout 300 build-gpu/gpu_parity_test > "$out/parity.txt" 2>&1
+parity_rc=$?
+tail -4 "$out/parity.txt"
+
+step "benchmark"
+timeout 240 build-gpu/gpu_advantage_bench --data-dir "$data" > "$out/bench.txt" 2>&1
+bench_rc=$?
+cat "$out/bench.txt"
+
+torch_rc=skipped
+if python3 -c 'import torch; assert torch.cuda.is_available()' > /dev/null 2>&1 &&
+   [ -f "$data/rewards_1e8.f64" ]; then
+  step "pytorch"
+  timeout 120 python3 gpu/torch_grpo_bench.py "$data/rewards_1e8.f64" 16 > "$out/torch.txt" 2>&1
+  torch_rc=$?
+  cat "$out/torch.txt"
+fi
+
+step "summary"
+{
+  echo "parity: $(grep -c ' PASS$' "$out/parity.txt") cases passed," \
+       "$(grep -c ' FAIL$' "$out/parity.txt") failed (exit $parity_rc)"
+  ours=$(awk '$1 == 100000000 && $2 == "groups" && $3 == "16" { print $4 }' "$out/bench.txt")
+  copy=$(awk '$1 == 100000000 && $2 == "groups" && $3 == "16" { print $5 }' "$out/bench.txt")
+  of_copy=$(awk '$1 == 100000000 && $2 == "groups" && $3 == "16" { print $7 }' "$out/bench.txt")
+  echo "10^8 rewards, groups of 16: kernels ${ours:-?} ms, d2d copy ${copy:-?} ms," \
+       "${of_copy:-?} of copy bandwidth (goal >= 60 %) (bench exit $bench_rc)"
+  if [ -f "$out/torch.txt" ]; then
+    torch64=$(awk '$2 == "float64" { print $8 }' "$out/torch.txt")
+    torch32=$(awk '$2 == "float32" { print $8 }' "$out/torch.txt")
+    echo "PyTorch GRPO advantage on the same data: float64 ${torch64:-?} ms," \
+         "float32 ${torch32:-?} ms (exit $torch_rc); goal: kernels faster"
+  else
+    echo "PyTorch: not available on this machine"
+  fi
+  echo "crossover (module call vs CPU, groups of 16):"
+  awk '/^2\./ { on = 1; next } on && NF == 4 { print "  " $0 }' "$out/bench.txt"
+  echo "total $(($(date +%s) - start)) s"
+} | tee "$out/summary.txt"
+[ "$parity_rc" -eq 0 ]
