@@ -8,69 +8,14 @@
 namespace rlscore::advantage::reference {
 namespace {
 
-// The canonical order adds each lane's first element to +0.0. That only ever turns -0.0 into +0.0,
-// and a partial sum is -0.0 only when every value under it is -0.0, so the canonical result is the
-// same fold over the raw values, plus +0.0 once at the end. The loops below skip the per-lane
-// additions that way (the reference test checks them against the order spelled out).
-
-// Σ term(x[i]) over exactly W < kLanes values (a small power-of-two group), folded in registers:
-// the loops are unrolled, so no lane goes through memory.
-template <size_t W, typename Term>
-double FullSmallSum(const double* x, Term term) {
-  double v[W];
-#pragma GCC unroll 16
-  for (size_t l = 0; l < W; ++l) v[l] = term(x[l]);
-#pragma GCC unroll 16
-  for (size_t w = W / 2; w >= 1; w /= 2) {
-#pragma GCC unroll 16
-    for (size_t j = 0; j < w; ++j) v[j] += v[j + w];
-  }
-  return v[0] + 0.0;
-}
-
-// Σ term(x[i]) over W/2 < n < W values, in registers: the first fold level pairs lane j with
-// lane j + W/2, which is empty (+0.0) from n on; the later levels are full.
-template <size_t W, typename Term>
-double RaggedSmallSum(const double* x, size_t n, Term term) {
-  double v[W / 2];
-#pragma GCC unroll 16
-  for (size_t j = 0; j < W / 2; ++j) {
-    const double high = term(x[std::min(j + W / 2, n - 1)]);  // always in bounds
-    v[j] = term(x[j]) + (j + W / 2 < n ? high : 0.0);
-  }
-#pragma GCC unroll 16
-  for (size_t w = W / 4; w >= 1; w /= 2) {
-#pragma GCC unroll 16
-    for (size_t j = 0; j < w; ++j) v[j] += v[j + w];
-  }
-  return v[0] + 0.0;
-}
-
-// Σ term(x[i]) in the canonical order. A group smaller than 8 fills only the lanes it has and
-// folds from there; larger ones keep the 8 lanes in SIMD registers.
+// Σ term(x[i]) in the canonical order, with one code path for every n (no branch on the size
+// beyond the loop): whole rows of kLanes, then the last partial row with its missing lanes adding
+// +0.0, which is what a lane that received nothing holds anyway. A group smaller than kLanes thus
+// folds all kLanes lanes, the empty ones adding nothing.
 template <typename Term>
 double CanonicalSum(const double* x, size_t n, Term term) {
-  switch (n) {
-    case 1:
-      return term(x[0]) + 0.0;
-    case 2:
-      return FullSmallSum<2>(x, term);
-    case 4:
-      return FullSmallSum<4>(x, term);
-    default:
-      break;
-  }
-  if (n < kLanes) {
-    if (n < 4) return RaggedSmallSum<4>(x, n, term);
-    return RaggedSmallSum<8>(x, n, term);
-  }
-  // The lanes in registers: whole rows, then the last partial row with its missing lanes
-  // adding +0.0 (a lane is then +0.0 where the raw sum would be -0.0, which the final +0.0 makes
-  // no difference to).
-  double v[kLanes];
-#pragma GCC unroll 8
-  for (size_t l = 0; l < kLanes; ++l) v[l] = term(x[l]);
-  size_t i = kLanes;
+  double v[kLanes] = {};
+  size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
 #pragma GCC unroll 8
     for (size_t l = 0; l < kLanes; ++l) v[l] += term(x[i + l]);
@@ -82,12 +27,12 @@ double CanonicalSum(const double* x, size_t n, Term term) {
       v[l] += i + l < n ? t : 0.0;
     }
   }
-#pragma GCC unroll 16
+#pragma GCC unroll 8
   for (size_t w = kLanes / 2; w >= 1; w /= 2) {
-#pragma GCC unroll 16
+#pragma GCC unroll 8
     for (size_t j = 0; j < w; ++j) v[j] += v[j + w];
   }
-  return v[0] + 0.0;
+  return v[0];
 }
 
 bool IsScorable(const Batch& batch, size_t index) {
@@ -145,9 +90,12 @@ void WriteGroup(const Batch& batch, const Options& options, const GroupStats& st
 
 SumAndIdentity CanonicalSumAndIdentity(const double* x, size_t n) {
   const uint64_t first = std::bit_cast<uint64_t>(x[0]);
-  uint64_t diff = 0;
-  for (size_t i = 0; i < n; ++i) diff |= std::bit_cast<uint64_t>(x[i]) ^ first;
-  return {CanonicalSum(x, n, [](double v) { return v; }), diff == 0};
+  uint64_t diff = 0;  // in the same pass (the sum's clamped reads only repeat x[n - 1])
+  const double sum = CanonicalSum(x, n, [&diff, first](double v) {
+    diff |= std::bit_cast<uint64_t>(v) ^ first;
+    return v;
+  });
+  return {sum, diff == 0};
 }
 
 double CanonicalSumSquaredDeviations(const double* x, size_t n, double mean) {
