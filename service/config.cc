@@ -139,8 +139,8 @@ absl::Status ValidateServerOptions(const ServerOptions& options) {
     return absl::InvalidArgumentError("limits.max_completions_per_request must be at least 1");
   }
   if (options.gpu.mode != "off" && options.gpu.mode != "auto" && options.gpu.mode != "require") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("gpu.mode must be off, auto or require, not \"", options.gpu.mode, "\""));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "gpu.mode (--gpu) must be off, auto or require, not \"", options.gpu.mode, "\""));
   }
   const double tau = options.advantage.zero_variance_threshold;
   if (!std::isfinite(tau) || tau < 0) {

@@ -127,15 +127,15 @@ TEST(AstRepetition, UnknownLanguageIsNotParsed) {
 // A derivation step that comes back with different numbers (and renamed variables).
 std::string DerivationLoop(int copies) {
   std::string text = "We need the smallest $n$ with the property.\n\n";
-  static const char* const kVars[] = {"x", "y", "t", "u", "s"};
+  static const char* const kVars[] = {"x", "y", "t", "u", "s", "w", "z", "v"};
   for (int c = 0; c < copies; ++c) {
     const int a = 3 + 7 * c;
     const int b = 11 + 5 * c;
-    absl::StrAppend(&text, "Substituting $", kVars[c], " = ", a, "$ into the equation gives $",
-                    kVars[c], "^2 + ", b, kVars[c], " = ", a * a + b * a, "$, and reducing modulo ",
-                    b, " we get a remainder of ", (a * a) % b,
-                    ", so this case does not work either.\n\n",
-                    "Let me try the next value instead.\n\n");
+    const char* const var = kVars[c % 8];
+    absl::StrAppend(
+        &text, "Substituting $", var, " = ", a, "$ into the equation gives $", var, "^2 + ", b, var,
+        " = ", a * a + b * a, "$, and reducing modulo ", b, " we get a remainder of ", (a * a) % b,
+        ", so this case does not work either.\n\n", "Let me try the next value instead.\n\n");
   }
   return text;
 }
