@@ -39,6 +39,50 @@ class FirstErrorCollector : public pb::io::ErrorCollector {
   std::string error_;
 };
 
+// Every run_health field of the file that is set, over the defaults.
+void ApplyRunHealth(const config::v1::RunHealthThresholds& in, HealthThresholds* t) {
+#define RLSCORE_FIELD(field) \
+  if (in.has_##field()) t->field = in.field();
+  RLSCORE_FIELD(recent_batches)
+  RLSCORE_FIELD(baseline_batches)
+  RLSCORE_FIELD(min_baseline_batches)
+  RLSCORE_FIELD(zero_variance_batch_warn)
+  RLSCORE_FIELD(zero_variance_recent_warn)
+  RLSCORE_FIELD(zero_variance_recent_critical)
+  RLSCORE_FIELD(mean_length_growth_warn)
+  RLSCORE_FIELD(mean_length_growth_critical)
+  RLSCORE_FIELD(max_length_growth_warn)
+  RLSCORE_FIELD(max_length_growth_critical)
+  RLSCORE_FIELD(truncation_warn)
+  RLSCORE_FIELD(truncation_critical)
+  RLSCORE_FIELD(repetition_warn)
+  RLSCORE_FIELD(repetition_critical)
+  RLSCORE_FIELD(format_without_accuracy_rise_warn)
+  RLSCORE_FIELD(format_without_accuracy_rise_critical)
+#undef RLSCORE_FIELD
+}
+
+void RunHealthToProto(const HealthThresholds& t, config::v1::RunHealthThresholds* out) {
+#define RLSCORE_FIELD(field) out->set_##field(t.field);
+  RLSCORE_FIELD(recent_batches)
+  RLSCORE_FIELD(baseline_batches)
+  RLSCORE_FIELD(min_baseline_batches)
+  RLSCORE_FIELD(zero_variance_batch_warn)
+  RLSCORE_FIELD(zero_variance_recent_warn)
+  RLSCORE_FIELD(zero_variance_recent_critical)
+  RLSCORE_FIELD(mean_length_growth_warn)
+  RLSCORE_FIELD(mean_length_growth_critical)
+  RLSCORE_FIELD(max_length_growth_warn)
+  RLSCORE_FIELD(max_length_growth_critical)
+  RLSCORE_FIELD(truncation_warn)
+  RLSCORE_FIELD(truncation_critical)
+  RLSCORE_FIELD(repetition_warn)
+  RLSCORE_FIELD(repetition_critical)
+  RLSCORE_FIELD(format_without_accuracy_rise_warn)
+  RLSCORE_FIELD(format_without_accuracy_rise_critical)
+#undef RLSCORE_FIELD
+}
+
 absl::Status Apply(const config::v1::ServerConfig& file, ServerOptions* options) {
   if (file.has_listen_address()) options->listen_address = file.listen_address();
   if (file.has_metrics_address()) options->metrics_address = file.metrics_address();
@@ -73,6 +117,7 @@ absl::Status Apply(const config::v1::ServerConfig& file, ServerOptions* options)
   if (file.gpu().has_mode()) options->gpu.mode = file.gpu().mode();
   if (file.gpu().has_module_path()) options->gpu.module_path = file.gpu().module_path();
   if (file.gpu().has_min_rewards()) options->gpu.min_rewards = file.gpu().min_rewards();
+  if (file.has_run_health()) ApplyRunHealth(file.run_health(), &options->run_health);
   return absl::OkStatus();
 }
 
@@ -142,6 +187,9 @@ absl::Status ValidateServerOptions(const ServerOptions& options) {
     return absl::InvalidArgumentError(absl::StrCat(
         "gpu.mode (--gpu) must be off, auto or require, not \"", options.gpu.mode, "\""));
   }
+  if (const std::string bad = ValidateHealthThresholds(options.run_health); !bad.empty()) {
+    return absl::InvalidArgumentError(bad);
+  }
   const double tau = options.advantage.zero_variance_threshold;
   if (!std::isfinite(tau) || tau < 0) {
     return absl::InvalidArgumentError(
@@ -170,6 +218,7 @@ std::string ToConfigText(const ServerOptions& options) {
   if (!options.gpu.module_path.empty())
     file.mutable_gpu()->set_module_path(options.gpu.module_path);
   file.mutable_gpu()->set_min_rewards(options.gpu.min_rewards);
+  RunHealthToProto(options.run_health, file.mutable_run_health());
   std::string text;
   pb::TextFormat::PrintToString(file, &text);
   return text;

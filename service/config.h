@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "advantage/advantage.h"
 #include "service/profiles.h"
+#include "service/run_health.h"
 
 namespace rlscore::service {
 
@@ -45,6 +46,8 @@ struct ServerOptions {
   ProfileSet profiles = DefaultProfiles(advantage::Options{});
   // Threads that score completions; 0 means one per core.
   uint32_t scoring_threads = 0;
+  // GetRunHealth's thresholds.
+  HealthThresholds run_health;
   // The CUDA batch path (gpu/loader.h).
   struct Gpu {
     std::string mode = "auto";  // off | auto | require

@@ -120,6 +120,14 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                         .Register(*registry_);
   gpu_fallbacks_ = {&fallbacks.Add({{"reason", "unavailable"}}),
                     &fallbacks.Add({{"reason", "error"}})};
+  run_level_ = &prometheus::BuildGauge()
+                    .Name("rlscore_run_health_level")
+                    .Help("Health of a tracked training run: 0 OK, 1 WARN, 2 CRITICAL")
+                    .Register(*registry_);
+  run_signal_ = &prometheus::BuildGauge()
+                     .Name("rlscore_run_signal")
+                     .Help("A tracked run's health signal over its recent batches (GetRunHealth)")
+                     .Register(*registry_);
   auto counter = [&](const char* name, const char* help) {
     return &prometheus::BuildCounter().Name(name).Help(help).Register(*registry_).Add({});
   };
@@ -243,6 +251,30 @@ void Metrics::RecordAdvantageBackend(std::string_view backend) {
 
 void Metrics::RecordGpuFallback(std::string_view reason) {
   gpu_fallbacks_[reason == "error" ? 1 : 0]->Increment();
+}
+
+void Metrics::SetRunHealth(const RunHealthReport& report) {
+  std::lock_guard<std::mutex> lock(runs_mu_);
+  std::vector<prometheus::Gauge*>& gauges = run_gauges_[report.run_id];
+  // Gauges are created once per run and signal; Add returns the existing one after that.
+  gauges.clear();
+  prometheus::Gauge& level = run_level_->Add({{"run", report.run_id}});
+  level.Set(static_cast<double>(report.level));
+  gauges.push_back(&level);
+  for (const HealthSignal& signal : report.signals) {
+    prometheus::Gauge& g = run_signal_->Add({{"run", report.run_id}, {"signal", signal.name}});
+    g.Set(signal.value);
+    gauges.push_back(&g);
+  }
+}
+
+void Metrics::RemoveRun(std::string_view run_id) {
+  std::lock_guard<std::mutex> lock(runs_mu_);
+  auto it = run_gauges_.find(run_id);
+  if (it == run_gauges_.end()) return;
+  run_level_->Remove(it->second.front());
+  for (size_t i = 1; i < it->second.size(); ++i) run_signal_->Remove(it->second[i]);
+  run_gauges_.erase(it);
 }
 
 void Metrics::SetBackend(std::string_view backend) {

@@ -24,6 +24,10 @@
 //   rlscore_gpu_fallbacks_total{reason}            the CPU stood in for the GPU: "unavailable"
 //                                                  (at start, --gpu=auto) or "error" (per batch)
 //   rlscore_build_info{version}                    1
+//   rlscore_run_health_level{run}                  0 OK, 1 WARN, 2 CRITICAL, per tracked run
+//   rlscore_run_signal{run,signal}                 each health signal's value (run_health.h); a
+//                                                  run's series go when the run is evicted, so
+//                                                  the label sets stay bounded by the tracked runs
 //   rlscore_completions_total                      completions scored (ScoreGroups and Score)
 //   rlscore_reward_component{component}            histogram of accuracy, format, repetition,
 //                                                  length and total
@@ -43,13 +47,18 @@
 #pragma once
 
 #include <array>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "advantage/advantage.h"
 #include "scorers/reward.h"
+#include "service/run_health.h"
 
 namespace prometheus {
 class Counter;
@@ -86,6 +95,10 @@ class Metrics {
   // "unavailable" or "error", see above.
   void RecordGpuFallback(std::string_view reason);
   void RecordCompletion(const scorers::CompletionScore& score);
+  // Sets the run's health gauges (creating them for a new run).
+  void SetRunHealth(const RunHealthReport& report);
+  // Drops every series of the run (it was evicted from the telemetry).
+  void RemoveRun(std::string_view run_id);
 
  private:
   std::shared_ptr<prometheus::Registry> registry_;
@@ -112,6 +125,10 @@ class Metrics {
   prometheus::Counter* tokens_estimated_;
   prometheus::Counter* format_gated_;
   prometheus::Counter* format_ungated_;
+  prometheus::Family<prometheus::Gauge>* run_level_;
+  prometheus::Family<prometheus::Gauge>* run_signal_;
+  std::mutex runs_mu_;
+  std::map<std::string, std::vector<prometheus::Gauge*>, std::less<>> run_gauges_;
 };
 
 }  // namespace rlscore::service

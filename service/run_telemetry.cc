@@ -5,11 +5,14 @@ namespace rlscore::service {
 RunTelemetry::RunTelemetry(size_t max_runs, size_t window)
     : max_runs_(max_runs == 0 ? 1 : max_runs), window_(window == 0 ? 1 : window) {}
 
-void RunTelemetry::Record(std::string_view run_id, const BatchTelemetry& batch) {
+std::optional<std::string> RunTelemetry::Record(std::string_view run_id,
+                                                const BatchTelemetry& batch) {
   std::lock_guard<std::mutex> lock(mu_);
+  std::optional<std::string> evicted;
   auto it = runs_.find(run_id);
   if (it == runs_.end()) {
     if (runs_.size() == max_runs_) {
+      evicted = recency_.back();
       runs_.erase(recency_.back());
       recency_.pop_back();
     }
@@ -22,10 +25,11 @@ void RunTelemetry::Record(std::string_view run_id, const BatchTelemetry& batch) 
   // A trainer that retries a step sends it again: the step is counted once, as last sent.
   if (!batches.empty() && batches.back().step == batch.step) {
     batches.back() = batch;
-    return;
+    return evicted;
   }
   if (batches.size() == window_) batches.pop_front();
   batches.push_back(batch);
+  return evicted;
 }
 
 std::vector<BatchTelemetry> RunTelemetry::Window(std::string_view run_id) const {

@@ -17,6 +17,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,8 +48,9 @@ class RunTelemetry {
 
   // Appends `batch` to the run's window (dropping its oldest batch when full) and marks the run
   // most recently used, evicting the least recently used run when there are too many. A batch with
-  // the same step as the last one (a retried call) replaces it.
-  void Record(std::string_view run_id, const BatchTelemetry& batch);
+  // the same step as the last one (a retried call) replaces it. Returns the evicted run's id, if
+  // one was evicted.
+  std::optional<std::string> Record(std::string_view run_id, const BatchTelemetry& batch);
 
   // The run's batches, oldest first; empty for an unknown (or evicted) run.
   std::vector<BatchTelemetry> Window(std::string_view run_id) const;

@@ -4,12 +4,15 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "service/advantage_mapping.h"
+#include "service/run_health.h"
 #include "service/scoring_mapping.h"
 
 namespace rlscore::service {
@@ -234,7 +237,13 @@ absl::Status RunScoreGroups(const ScoringContext& context, const v1::ScoreGroups
   response->set_profile_hash(profile->hash);
   response->set_backend(std::string(*served));
   if (context.telemetry != nullptr && !request.run_id().empty()) {
-    context.telemetry->Record(request.run_id(), Telemetry(request.step(), scores, summary));
+    const std::optional<std::string> evicted =
+        context.telemetry->Record(request.run_id(), Telemetry(request.step(), scores, summary));
+    if (context.metrics != nullptr && context.health != nullptr) {
+      if (evicted.has_value()) context.metrics->RemoveRun(*evicted);
+      const std::vector<BatchTelemetry> window = context.telemetry->Window(request.run_id());
+      context.metrics->SetRunHealth(EvaluateRunHealth(request.run_id(), window, *context.health));
+    }
   }
   if (context.metrics != nullptr) {
     context.metrics->RecordAdvantageBatch(summary);

@@ -29,6 +29,8 @@ struct ScoringContext {
   WorkerPool* pool;
   Metrics* metrics;
   RunTelemetry* telemetry = nullptr;
+  // Thresholds for the run-health gauges updated after each recorded batch; null skips them.
+  const HealthThresholds* health = nullptr;
   // Times the AST detector's parses for rlscore_ast_parse_seconds; null leaves them untimed.
   const Clock* clock = nullptr;
   // Asked before each group is scored; a non-OK answer (DEADLINE_EXCEEDED, CANCELLED) stops the

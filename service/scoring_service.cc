@@ -9,6 +9,7 @@
 #include "common/strings.h"
 #include "service/advantage_mapping.h"
 #include "service/grpc_status.h"
+#include "service/run_health.h"
 
 namespace rlscore::service {
 namespace {
@@ -17,9 +18,36 @@ namespace {
 constexpr char kMonitorMissing[] =
     "rlscore.v1.ScoringService/MonitorGeneration is not implemented yet: it needs the incremental "
     "n-gram repetition rule and the token budget of the early-stop stream";
-constexpr char kRunHealthMissing[] =
-    "rlscore.v1.ScoringService/GetRunHealth is not implemented yet: ScoreGroups records per-run "
-    "telemetry windows, but the OK / WARN / CRITICAL thresholds over them are not built";
+
+v1::HealthLevel ToProto(HealthLevel level) {
+  switch (level) {
+    case HealthLevel::kOk:
+      return v1::HEALTH_LEVEL_OK;
+    case HealthLevel::kWarn:
+      return v1::HEALTH_LEVEL_WARN;
+    case HealthLevel::kCritical:
+      return v1::HEALTH_LEVEL_CRITICAL;
+  }
+  return v1::HEALTH_LEVEL_UNSPECIFIED;
+}
+
+void FillRunHealth(const RunHealthReport& report, v1::RunHealth* out) {
+  out->set_run_id(report.run_id);
+  out->set_level(ToProto(report.level));
+  out->set_last_step(report.last_step);
+  out->set_batches(report.batches);
+  for (const HealthSignal& s : report.signals) {
+    v1::RunSignal* signal = out->add_signals();
+    signal->set_name(s.name);
+    signal->set_value(s.value);
+    signal->set_baseline(s.baseline);
+    signal->set_warn_threshold(s.warn);
+    signal->set_critical_threshold(s.critical);
+    signal->set_level(ToProto(s.level));
+    signal->set_reason(s.reason);
+  }
+  for (const std::string& reason : report.reasons) out->add_reasons(reason);
+}
 
 // DEADLINE_EXCEEDED if the caller's deadline has passed by `clock`, CANCELLED if the caller gave
 // up.
@@ -81,6 +109,7 @@ ScoringService::ScoringService(const ServerOptions& options, advantage::Backend*
                .pool = pool,
                .metrics = metrics,
                .telemetry = telemetry,
+               .health = &options_.run_health,
                .keep_going = nullptr},
       calls_(calls) {}
 
@@ -160,11 +189,36 @@ ScoringService::MonitorGeneration(grpc::CallbackServerContext*) {
 }
 
 grpc::ServerUnaryReactor* ScoringService::GetRunHealth(grpc::CallbackServerContext* context,
-                                                       const v1::GetRunHealthRequest*,
-                                                       v1::GetRunHealthResponse*) {
+                                                       const v1::GetRunHealthRequest* request,
+                                                       v1::GetRunHealthResponse* response) {
+  // Cheap (at most max-runs windows of a few hundred batches): answered on gRPC's thread.
   const absl::Time start = absl::Now();
   metrics_->CallStarted(Method::kGetRunHealth);
-  return Finish(context, Method::kGetRunHealth, start, absl::UnimplementedError(kRunHealthMissing));
+  absl::Status status = DoGetRunHealth(*request, response);
+  if (!status.ok()) response->Clear();
+  return Finish(context, Method::kGetRunHealth, start, status);
+}
+
+absl::Status ScoringService::DoGetRunHealth(const v1::GetRunHealthRequest& request,
+                                            v1::GetRunHealthResponse* response) const {
+  const RunTelemetry& telemetry = *scoring_.telemetry;
+  std::vector<std::string> runs;
+  if (request.run_id().empty()) {
+    runs = telemetry.Runs();
+  } else {
+    if (telemetry.Window(request.run_id()).empty()) {
+      return absl::NotFoundError(absl::StrCat(
+          "run_id \"", request.run_id(),
+          "\" is not tracked: no ScoreGroups call carried it, or it ", "was evicted (",
+          telemetry.Runs().size(), " runs are tracked; the least recently ", "recorded go first)"));
+    }
+    runs.push_back(request.run_id());
+  }
+  for (const std::string& run : runs) {
+    const std::vector<BatchTelemetry> window = telemetry.Window(run);
+    FillRunHealth(EvaluateRunHealth(run, window, options_.run_health), response->add_runs());
+  }
+  return absl::OkStatus();
 }
 
 grpc::ServerUnaryReactor* ScoringService::ComputeAdvantages(

@@ -51,6 +51,8 @@ class ScoringService final : public v1::ScoringService::CallbackService {
   void WaitForCalls();
 
  private:
+  absl::Status DoGetRunHealth(const v1::GetRunHealthRequest& request,
+                              v1::GetRunHealthResponse* response) const;
   absl::Status DoComputeAdvantages(const grpc::CallbackServerContext& context,
                                    const v1::ComputeAdvantagesRequest& request,
                                    v1::ComputeAdvantagesResponse* response);

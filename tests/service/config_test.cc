@@ -109,6 +109,10 @@ TEST(Config, FileRoundTripsThroughItsTextForm) {
   options.limits.max_message_bytes = 1 << 20;
   options.advantage.estimator = advantage::Estimator::kBatchNormalized;
   options.advantage.deviation = advantage::Deviation::kPopulation;
+  options.gpu.mode = "off";
+  options.gpu.min_rewards = 1 << 20;
+  options.run_health.truncation_warn = 0.2;
+  options.run_health.recent_batches = 8;
   const std::string path = ::testing::TempDir() + "rlscore-config-test.textproto";
   std::ofstream(path) << ToConfigText(options);
 
@@ -118,7 +122,27 @@ TEST(Config, FileRoundTripsThroughItsTextForm) {
   EXPECT_EQ(loaded.limits.max_message_bytes, 1u << 20);
   EXPECT_EQ(loaded.advantage.estimator, advantage::Estimator::kBatchNormalized);
   EXPECT_EQ(loaded.advantage.deviation, advantage::Deviation::kPopulation);
+  EXPECT_EQ(loaded.gpu.mode, "off");
+  EXPECT_EQ(loaded.gpu.min_rewards, 1u << 20);
+  EXPECT_EQ(loaded.run_health.truncation_warn, 0.2);
+  EXPECT_EQ(loaded.run_health.recent_batches, 8u);
   EXPECT_EQ(ToConfigText(loaded), ToConfigText(options));
+}
+
+TEST(Config, RunHealthThresholdsAreAppliedAndValidated) {
+  ServerOptions options = DefaultServerOptions();
+  ASSERT_TRUE(ApplyConfigText("run_health { repetition_warn: 0.05 repetition_critical: 0.2 }",
+                              "health.textproto", &options)
+                  .ok());
+  EXPECT_EQ(options.run_health.repetition_warn, 0.05);
+  EXPECT_EQ(options.run_health.repetition_critical, 0.2);
+  EXPECT_EQ(options.run_health.truncation_warn, HealthThresholds{}.truncation_warn);  // untouched
+  EXPECT_TRUE(ValidateServerOptions(options).ok());
+
+  options.run_health.repetition_warn = 0.5;  // above its critical threshold
+  const absl::Status status = ValidateServerOptions(options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("run_health.repetition_warn"));
 }
 
 }  // namespace
