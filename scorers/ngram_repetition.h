@@ -11,6 +11,7 @@
 // Also the open-r1 / TRL smooth penalty `(1 - unique/total) × max_penalty` for parity with peers.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -36,8 +37,57 @@ struct NgramReport {
 // Scans `tokens` left to right and stops at the first occurrence that crosses the threshold, so
 // the report is the earliest point where the rule fires (occurrences may overlap: 11 identical
 // tokens hold four 8-grams). Hash collisions are ruled out by comparing the n tokens.
-// Pure and thread-safe.
+// Pure and thread-safe. (It is NgramStream fed every token: the two never disagree.)
 NgramReport FindRepeatedNgram(std::span<const uint64_t> tokens, const NgramOptions& options);
+
+// The same rule fed one token at a time, for a generation that is still being produced
+// (MonitorGeneration): after each Push, report() is exactly what FindRepeatedNgram returns for
+// the tokens pushed so far. O(1) amortised work per token; memory grows with the tokens pushed
+// (50-80 bytes each: the tokens and a hash table at most half full), so a caller bounds it by
+// bounding the tokens.
+//
+//   NgramStream stream(NgramOptions{});
+//   for (uint64_t token : generated) {
+//     if (stream.Push(token)) return Stop(stream.report().token_offset);
+//   }
+//
+// Not thread-safe; one per generation.
+class NgramStream {
+ public:
+  explicit NgramStream(const NgramOptions& options);
+
+  // Room for `tokens` tokens without regrowing (a hint; FindRepeatedNgram knows its length).
+  void Reserve(size_t tokens);
+
+  // Adds the next token. Returns true when this token makes the rule fire; once fired, later
+  // tokens are ignored and the report stays that of the first firing.
+  bool Push(uint64_t token);
+
+  bool fired() const { return report_.fired; }
+  const NgramReport& report() const { return report_; }
+  size_t tokens() const { return tokens_.size(); }
+  // Distinct n-token windows seen so far.
+  size_t distinct() const { return distinct_; }
+  size_t MemoryBytes() const;
+
+ private:
+  struct Slot {
+    uint64_t mixed;  // the window's mixed rolling hash (filters comparisons, places on regrowth)
+    uint32_t first;  // start of its first occurrence
+    uint32_t count;  // 0: empty
+  };
+  const Slot& Add(size_t start, uint64_t hash);
+  void Grow(size_t capacity);
+  bool SameWindow(size_t a, size_t b) const;
+
+  NgramOptions options_;
+  uint64_t top_ = 1;  // kBase^(n - 1)
+  uint64_t hash_ = 0;
+  std::vector<uint64_t> tokens_;
+  std::vector<Slot> slots_;
+  size_t distinct_ = 0;
+  NgramReport report_;
+};
 
 // A normalised word: ASCII letters folded to lower case; runs of letters, digits and non-ASCII
 // bytes are words; everything else separates words and is dropped.
@@ -47,6 +97,77 @@ struct Word {
 };
 
 std::vector<Word> NormalizedWords(std::string_view text, size_t base_offset = 0);
+
+// The words of a text that arrives in pieces, split and hashed exactly as NormalizedWords does
+// the whole: Feed() calls on_word(const Word&) for every word whose end it has seen, Finish() for
+// the last one. O(1) memory (a word is hashed as its bytes arrive). Not thread-safe.
+//
+//   WordSplitter words;
+//   words.Feed("the ans", on_word);   // "the"
+//   words.Feed("wer is", on_word);    // "answer"
+//   words.Finish(on_word);            // "is"
+class WordSplitter {
+ public:
+  explicit WordSplitter(size_t base_offset = 0) : offset_(base_offset) {}
+
+  template <typename OnWord>
+  void Feed(std::string_view piece, OnWord&& on_word) {
+    for (const char ch : piece) {
+      const unsigned char folded = Fold(static_cast<unsigned char>(ch));
+      if (folded == 0) {
+        if (in_word_) on_word(End());
+      } else {
+        if (!in_word_) Begin();
+        Add(folded);
+      }
+      ++offset_;
+    }
+  }
+
+  template <typename OnWord>
+  void Finish(OnWord&& on_word) {
+    if (in_word_) on_word(End());
+  }
+
+  // Bytes fed so far, plus the base offset.
+  size_t offset() const { return offset_; }
+
+ private:
+  static unsigned char Fold(unsigned char c) { return kFold[c]; }
+  // The byte as it enters a word's hash (ASCII letters lower-cased), 0 for separators: letters,
+  // digits and non-ASCII bytes are word bytes.
+  static constexpr std::array<unsigned char, 256> kFold = [] {
+    std::array<unsigned char, 256> fold{};
+    for (int c = 0; c < 256; ++c) {
+      if (c >= 'A' && c <= 'Z') fold[c] = static_cast<unsigned char>(c - 'A' + 'a');
+      if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c >= 0x80) {
+        fold[c] = static_cast<unsigned char>(c);
+      }
+    }
+    return fold;
+  }();
+  void Begin() {
+    in_word_ = true;
+    begin_ = offset_;
+    hash_ = 0x243f6a8885a308d3ULL;
+    chunk_ = 0;
+    shift_ = 0;
+  }
+  void Add(unsigned char folded) {
+    chunk_ |= static_cast<uint64_t>(folded) << shift_;
+    shift_ += 8;
+    if (shift_ == 64) Flush();
+  }
+  void Flush();
+  Word End();
+
+  size_t offset_;
+  bool in_word_ = false;
+  size_t begin_ = 0;
+  uint64_t hash_ = 0;
+  uint64_t chunk_ = 0;
+  unsigned shift_ = 0;
+};
 std::vector<uint64_t> WordHashes(std::span<const Word> words);
 
 // open-r1's repetition penalty: the fraction of repeated n-grams among all n-grams, scaled by

@@ -432,3 +432,103 @@ TEST(SmoothRepetitionPenalty, MatchesSetCountOnRandomSequences) {
 
 }  // namespace
 }  // namespace rlscore::scorers
+
+namespace rlscore::scorers {
+namespace {
+
+// Sequences that fire and that do not: random over a small vocabulary (chance repeats), random
+// over a large one (none), and a generation that falls into a loop after a random prefix.
+std::vector<std::vector<uint64_t>> StreamCases(std::mt19937_64& rng) {
+  std::vector<std::vector<uint64_t>> cases;
+  for (int k = 0; k < 300; ++k) {
+    std::vector<uint64_t> t(1 + rng() % 600);
+    const uint64_t vocab = k % 3 == 0 ? 3 : k % 3 == 1 ? 40 : 1000000;
+    for (uint64_t& v : t) v = rng() % vocab;
+    if (k % 5 == 0) {  // a loop of period 1..30 after the prefix
+      const size_t period = 1 + rng() % 30;
+      const size_t prefix = t.size();
+      for (size_t i = 0; i < 8 * period + 40; ++i)
+        t.push_back(t[prefix - 1 - (i % period) % prefix]);
+    }
+    cases.push_back(std::move(t));
+  }
+  return cases;
+}
+
+TEST(NgramStream, StopsExactlyWhereTheBatchRuleFires) {
+  std::mt19937_64 rng(20261201);
+  for (const NgramOptions options :
+       {NgramOptions{}, NgramOptions{3, 2}, NgramOptions{1, 0}, NgramOptions{12, 5}}) {
+    for (const std::vector<uint64_t>& tokens : StreamCases(rng)) {
+      SCOPED_TRACE(testing::Message() << "n=" << options.n << " max=" << options.max_occurrences
+                                      << " length=" << tokens.size());
+      const NgramReport batch = FindRepeatedNgram(tokens, options);
+      NgramStream stream(options);
+      size_t stopped_at = tokens.size();
+      for (size_t i = 0; i < tokens.size(); ++i) {
+        if (stream.Push(tokens[i])) {
+          stopped_at = i;
+          break;
+        }
+      }
+      ASSERT_EQ(stream.fired(), batch.fired);
+      if (!batch.fired) continue;
+      EXPECT_EQ(stream.report().token_offset, batch.token_offset);
+      EXPECT_EQ(stream.report().first_token_offset, batch.first_token_offset);
+      EXPECT_EQ(stream.report().occurrences, batch.occurrences);
+      // It fires on the token that completes the occurrence, not later.
+      EXPECT_EQ(stopped_at, batch.token_offset + options.n - 1);
+      // And no shorter prefix fires in the batch rule.
+      const std::span<const uint64_t> before(tokens.data(), stopped_at);
+      EXPECT_FALSE(FindRepeatedNgram(before, options).fired);
+    }
+  }
+}
+
+TEST(NgramStream, IgnoresTokensAfterFiringAndBoundsItsMemory) {
+  NgramStream stream(NgramOptions{});
+  for (int i = 0; i < 11; ++i) stream.Push(7);  // eleven identical tokens hold four 8-grams
+  ASSERT_TRUE(stream.fired());
+  const NgramReport first = stream.report();
+  EXPECT_FALSE(stream.Push(7));
+  EXPECT_EQ(stream.report().token_offset, first.token_offset);
+  EXPECT_EQ(stream.tokens(), 11u);
+
+  NgramStream fresh(NgramOptions{});
+  for (uint64_t i = 0; i < 100000; ++i) fresh.Push(i);
+  EXPECT_FALSE(fresh.fired());
+  EXPECT_EQ(fresh.distinct(), 100000u - 7u);
+  // Per token at most 16 bytes of token storage (the vector doubles) and four 16-byte slots (the
+  // table doubles at load 1/2, so it is at least a quarter full).
+  EXPECT_LE(fresh.MemoryBytes(), 100000u * (16 + 4 * 16));
+}
+
+TEST(WordSplitter, AnySplitOfATextGivesItsNormalizedWords) {
+  std::mt19937_64 rng(5);
+  const std::string alphabet = "abcXYZ019 .,\n<>/\xc3\xa9\x80";
+  for (int k = 0; k < 500; ++k) {
+    std::string text(rng() % 200, ' ');
+    for (char& c : text) c = alphabet[rng() % alphabet.size()];
+    if (k % 7 == 0) text += std::string(37, 'q');  // a word longer than a hash chunk
+    const size_t base = rng() % 1000;
+    const std::vector<Word> whole = NormalizedWords(text, base);
+    std::vector<Word> pieces;
+    WordSplitter splitter(base);
+    const auto keep = [&pieces](const Word& w) { pieces.push_back(w); };
+    for (size_t at = 0; at < text.size();) {
+      const size_t len = std::min<size_t>(text.size() - at, rng() % 9);  // empty pieces too
+      splitter.Feed(std::string_view(text).substr(at, len), keep);
+      at += len;
+    }
+    splitter.Finish(keep);
+    ASSERT_EQ(pieces.size(), whole.size()) << text;
+    for (size_t i = 0; i < whole.size(); ++i) {
+      EXPECT_EQ(pieces[i].hash, whole[i].hash) << text;
+      EXPECT_EQ(pieces[i].offset, whole[i].offset) << text;
+    }
+    EXPECT_EQ(splitter.offset(), base + text.size());
+  }
+}
+
+}  // namespace
+}  // namespace rlscore::scorers
