@@ -1,0 +1,98 @@
+// Watches one generation while it is produced (SPEC §5 MonitorGeneration) and says STOP as soon
+// as the batch scorer's n-gram repetition rule fires or the token budget is spent, so a looping
+// rollout is cut where ScoreGroups would later report the loop, not at the 16,384-token ceiling.
+//
+// The same rule on the same units as the batch scorer (reward.cc):
+//   - token ids: every token of the generation (the batch rule also sees every token id);
+//   - text: the normalised words of the reasoning span only — after "<think>" (or from the start
+//     when the chat template pre-filled it, or everywhere for a model that does not think) up to
+//     "</think>" — hashed exactly as NormalizedWords does, whatever the deltas' boundaries.
+// For token ids the stop's token offset is exact; for text its character offset is exact and the
+// token offset is estimated (four bytes a token, as in tokens.h).
+//
+//   GenerationMonitor monitor(MonitorOptions{.max_tokens = 16384});
+//   for (const std::vector<uint32_t>& delta : engine) {
+//     if (std::optional<StopVerdict> stop = monitor.PushTokens(delta)) return Abort(*stop);
+//   }
+//
+// O(1) amortised work per token or byte; memory grows with the tokens (or words) seen, about
+// 50–80 bytes each, and the budget bounds them. Tag matching is literal: look-alike tags that the
+// batch anatomy reports as malformed ("< think>", "</Think>") are not tags here either, so the
+// two agree on them too, but a completion with several "<think>" tags is watched from the first.
+// Not thread-safe; one per generation.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scorers/ngram_repetition.h"
+
+namespace rlscore::scorers {
+
+struct MonitorOptions {
+  bool repetition = true;  // the n-gram rule on or off
+  NgramOptions ngram;
+  // Stop once this many tokens were generated (text: estimated at four bytes a token).
+  // 0: no budget.
+  uint32_t max_tokens = 16384;
+  bool think_prefilled = false;
+  bool expects_reasoning = true;  // false: the whole text is watched
+};
+
+enum class StopReason : uint8_t { kRepetitionNgram, kTokenBudget };
+
+struct StopVerdict {
+  StopReason reason = StopReason::kRepetitionNgram;
+  // Where generation should have stopped: the start of the occurrence that crossed the threshold
+  // (the same offsets ScoreGroups reports), or the budget.
+  uint64_t token_offset = 0;
+  uint64_t char_offset = 0;
+  std::string detail;
+};
+
+class GenerationMonitor {
+ public:
+  explicit GenerationMonitor(const MonitorOptions& options);
+
+  // The next token ids, or the next piece of text. Returns the verdict the first time a rule
+  // fires, then nothing more (the generation is over). A stream is token ids or text, not both:
+  // mixing them is INVALID_ARGUMENT.
+  absl::StatusOr<std::optional<StopVerdict>> PushTokens(std::span<const uint32_t> ids);
+  absl::StatusOr<std::optional<StopVerdict>> PushText(std::string_view text);
+
+  bool stopped() const { return stopped_; }
+  uint64_t tokens() const;  // generated so far (estimated for text)
+  uint64_t bytes() const { return bytes_; }
+  size_t MemoryBytes() const;
+
+ private:
+  enum class Mode : uint8_t { kUnknown, kTokens, kText };
+  enum class Span : uint8_t { kBefore, kInside, kAfter };  // the reasoning span, for text
+
+  absl::Status SetMode(Mode mode);
+  std::optional<StopVerdict> Budget();
+  std::optional<StopVerdict> NgramVerdict();
+  // Feeds one byte of reasoning text (or held tag bytes) to the word splitter.
+  void FeedReasoning(std::string_view bytes);
+  void OnWord(const Word& word);
+
+  MonitorOptions options_;
+  Mode mode_ = Mode::kUnknown;
+  bool stopped_ = false;
+  uint64_t token_count_ = 0;
+  uint64_t bytes_ = 0;
+  NgramStream ngram_;
+  // Text only.
+  Span span_;
+  size_t matched_ = 0;  // bytes of the tag being matched, held back from the words
+  WordSplitter words_;
+  std::vector<uint64_t> word_offsets_;
+  bool word_fired_ = false;
+};
+
+}  // namespace rlscore::scorers

@@ -1,0 +1,220 @@
+#include "scorers/generation_monitor.h"
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "scorers/accuracy.h"
+#include "scorers/reward.h"
+
+namespace rlscore::scorers {
+namespace {
+
+using ::testing::HasSubstr;
+
+// What the batch scorer (ScoreGroups' scorer) reports for one completion, with the AST rules off
+// so that only the n-gram rule can fire, as in the stream.
+CompletionScore BatchScore(const CompletionInput& in, const Profile& profile) {
+  const std::unique_ptr<AccuracyScorer> scorer = NewBasicAccuracyScorer();
+  const std::vector<std::string> references = {"42"};
+  const std::unique_ptr<Judge> judge = scorer->Prepare(Task::kNumeric, references);
+  std::vector<CompletionScore> scores;
+  const CompletionInput inputs[] = {in};
+  EXPECT_TRUE(ScoreGroup(inputs, Task::kNumeric, judge.get(), profile, &scores).ok());
+  return scores.at(0);
+}
+
+Profile NgramOnly() {
+  Profile p;
+  p.repetition.ast.enabled = false;
+  return p;
+}
+
+// Splits `n` items into random deltas (sometimes empty), as an inference engine streams them.
+std::vector<size_t> Cuts(size_t n, std::mt19937_64& rng) {
+  std::vector<size_t> cuts;
+  for (size_t at = 0; at < n;) {
+    const size_t len = std::min<size_t>(n - at, rng() % 12);
+    cuts.push_back(len);
+    at += len;
+  }
+  return cuts;
+}
+
+// Reasoning text: sentences from a small vocabulary (they recur by chance), and for some cases a
+// loop of reworded reflections after a prefix, like the incident's.
+std::string Reasoning(std::mt19937_64& rng, bool loop) {
+  static const char* const kWords[] = {"wait", "let",  "me",     "check", "the",    "sum",
+                                       "of",   "x",    "is",     "7",     "but",    "consider",
+                                       "case", "then", "answer", "Prime", "FACTOR", "n+1"};
+  std::string text;
+  const size_t words = 20 + rng() % 300;
+  for (size_t i = 0; i < words; ++i) {
+    absl::StrAppend(&text, kWords[rng() % 18], rng() % 9 == 0 ? ". " : " ");
+  }
+  if (loop) {
+    const std::string step = absl::StrCat("Wait, let me double check step ", rng() % 100,
+                                          ": but wait, consider another case. ");
+    for (int k = 0; k < 6; ++k) text += step;
+  }
+  return text;
+}
+
+TEST(GenerationMonitor, TextStopsExactlyWhereTheBatchScorerReportsTheLoop) {
+  std::mt19937_64 rng(1432);
+  int fired = 0;
+  for (int k = 0; k < 400; ++k) {
+    const bool prefilled = k % 4 == 0;
+    const std::string text =
+        absl::StrCat(prefilled ? "" : (k % 3 == 0 ? "Sure. <think>" : "<think>"),
+                     Reasoning(rng, k % 2 == 0), "</think> \\boxed{42}");
+    Profile profile = NgramOnly();
+    profile.tags.think_prefilled = prefilled;
+    CompletionInput in;
+    in.text = text;
+    in.num_tokens = 1000;
+    const CompletionScore batch = BatchScore(in, profile);
+
+    MonitorOptions options;
+    options.think_prefilled = prefilled;
+    options.max_tokens = 0;
+    GenerationMonitor monitor(options);
+    std::optional<StopVerdict> stop;
+    size_t at = 0;
+    for (size_t len : Cuts(text.size(), rng)) {
+      absl::StatusOr<std::optional<StopVerdict>> v = monitor.PushText(text.substr(at, len));
+      ASSERT_TRUE(v.ok());
+      at += len;
+      if (v->has_value()) {
+        stop = **v;
+        break;
+      }
+    }
+    SCOPED_TRACE(text);
+    const bool batch_fired = batch.repetition_finding.detector == RepetitionDetector::kNgram;
+    ASSERT_EQ(stop.has_value(), batch_fired);
+    if (!batch_fired) continue;
+    ++fired;
+    EXPECT_EQ(stop->reason, StopReason::kRepetitionNgram);
+    EXPECT_EQ(stop->char_offset, batch.repetition_finding.char_offset);
+    // It stops within the word after the firing one: long before the end of a loop.
+    EXPECT_LT(at, text.size());
+  }
+  EXPECT_GT(fired, 100);  // the property was exercised
+}
+
+TEST(GenerationMonitor, TokenIdsStopExactlyWhereTheBatchScorerReportsTheLoop) {
+  std::mt19937_64 rng(1428);
+  int fired = 0;
+  for (int k = 0; k < 400; ++k) {
+    std::vector<uint32_t> ids(1 + rng() % 500);
+    for (uint32_t& id : ids) id = static_cast<uint32_t>(rng() % (k % 2 == 0 ? 30 : 50000));
+    if (k % 3 == 0) {
+      const size_t period = 3 + rng() % 20;
+      for (size_t i = 0; i < 6 * period; ++i)
+        ids.push_back(static_cast<uint32_t>(1000 + i % period));
+    }
+    CompletionInput in;
+    in.text = "<think>x</think> \\boxed{42}";
+    in.token_ids = ids;
+    const CompletionScore batch = BatchScore(in, NgramOnly());
+
+    MonitorOptions options;
+    options.max_tokens = 0;
+    GenerationMonitor monitor(options);
+    std::optional<StopVerdict> stop;
+    size_t at = 0;
+    for (size_t len : Cuts(ids.size(), rng)) {
+      absl::StatusOr<std::optional<StopVerdict>> v =
+          monitor.PushTokens(std::span<const uint32_t>(ids).subspan(at, len));
+      ASSERT_TRUE(v.ok());
+      at += len;
+      if (v->has_value()) {
+        stop = **v;
+        break;
+      }
+    }
+    const bool batch_fired = batch.repetition_finding.detector == RepetitionDetector::kNgram;
+    ASSERT_EQ(stop.has_value(), batch_fired) << k;
+    if (!batch_fired) continue;
+    ++fired;
+    EXPECT_EQ(stop->token_offset, batch.repetition_finding.token_offset) << k;
+    EXPECT_EQ(monitor.tokens(), stop->token_offset + 8);  // stopped on the completing token
+  }
+  EXPECT_GT(fired, 100);
+}
+
+TEST(GenerationMonitor, TheTokenBudgetStopsAtExactlyMaxTokens) {
+  MonitorOptions options;
+  options.max_tokens = 100;
+  GenerationMonitor monitor(options);
+  std::vector<uint32_t> ids(30);
+  for (int round = 0; round < 3; ++round) {
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint32_t>(round * 30 + i);
+    ASSERT_FALSE(monitor.PushTokens(ids)->has_value());
+  }
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<uint32_t>(90 + i);
+  const std::optional<StopVerdict> stop = *monitor.PushTokens(ids);
+  ASSERT_TRUE(stop.has_value());
+  EXPECT_EQ(stop->reason, StopReason::kTokenBudget);
+  EXPECT_EQ(stop->token_offset, 100u);
+  EXPECT_EQ(monitor.tokens(), 100u);
+  EXPECT_TRUE(monitor.stopped());
+  EXPECT_FALSE(monitor.PushTokens(ids)->has_value());  // over: nothing more is said
+
+  // Text: tokens are estimated as tokens.h does, ceil(bytes / 4), so the 100th token has begun
+  // at byte 397.
+  GenerationMonitor text(options);
+  EXPECT_FALSE(text.PushText(std::string(396, 'a'))->has_value());
+  const std::optional<StopVerdict> text_stop = *text.PushText("ab");
+  ASSERT_TRUE(text_stop.has_value());
+  EXPECT_EQ(text_stop->reason, StopReason::kTokenBudget);
+  EXPECT_EQ(text_stop->char_offset, 397u);
+  EXPECT_THAT(text_stop->detail, HasSubstr("estimated"));
+}
+
+TEST(GenerationMonitor, LoopsInTheAnswerSectionOrBeforeThinkAreNotWatched) {
+  MonitorOptions options;
+  options.max_tokens = 0;
+  const std::string loop(400, 'a');
+  std::string looping_words;
+  for (int i = 0; i < 40; ++i) looping_words += "one two three four five six seven eight ";
+  GenerationMonitor after(options);
+  EXPECT_FALSE(after.PushText("<think>fine</think>" + looping_words)->has_value());
+  GenerationMonitor before(options);
+  EXPECT_FALSE(before.PushText(looping_words)->has_value());
+  EXPECT_TRUE(before.PushText("<think>" + looping_words)->has_value());
+
+  options.expects_reasoning = false;  // a model that does not think: everything is watched
+  GenerationMonitor plain(options);
+  EXPECT_TRUE(plain.PushText("</think>" + looping_words)->has_value());
+}
+
+TEST(GenerationMonitor, MixingTokensAndTextIsRefused) {
+  GenerationMonitor monitor(MonitorOptions{});
+  const uint32_t ids[] = {1, 2, 3};
+  ASSERT_TRUE(monitor.PushTokens(ids).ok());
+  const absl::StatusOr<std::optional<StopVerdict>> text = monitor.PushText("hello");
+  EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(text.status().message()), HasSubstr("token ids"));
+}
+
+TEST(GenerationMonitor, MemoryIsBoundedByTheTokensSeen) {
+  MonitorOptions options;
+  options.max_tokens = 20000;
+  GenerationMonitor monitor(options);
+  std::vector<uint32_t> ids(1000);
+  std::optional<StopVerdict> stop;
+  for (uint32_t round = 0; !stop; ++round) {
+    for (uint32_t i = 0; i < ids.size(); ++i) ids[i] = round * 1000 + i;
+    stop = *monitor.PushTokens(ids);
+  }
+  EXPECT_EQ(stop->reason, StopReason::kTokenBudget);
+  EXPECT_LE(monitor.MemoryBytes(), 20000u * 80 + 4096);
+}
+
+}  // namespace
+}  // namespace rlscore::scorers
