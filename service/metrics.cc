@@ -120,6 +120,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                         .Register(*registry_);
   gpu_fallbacks_ = {&fallbacks.Add({{"reason", "unavailable"}}),
                     &fallbacks.Add({{"reason", "error"}})};
+  auto& stops = prometheus::BuildCounter()
+                    .Name("rlscore_generation_stops_total")
+                    .Help("Generations MonitorGeneration told to stop, by reason")
+                    .Register(*registry_);
+  generation_stops_ = {&stops.Add({{"reason", "repetition_ngram"}}),
+                       &stops.Add({{"reason", "token_budget"}})};
   run_level_ = &prometheus::BuildGauge()
                     .Name("rlscore_run_health_level")
                     .Help("Health of a tracked training run: 0 OK, 1 WARN, 2 CRITICAL")
@@ -251,6 +257,10 @@ void Metrics::RecordAdvantageBackend(std::string_view backend) {
 
 void Metrics::RecordGpuFallback(std::string_view reason) {
   gpu_fallbacks_[reason == "error" ? 1 : 0]->Increment();
+}
+
+void Metrics::RecordGenerationStop(scorers::StopReason reason) {
+  generation_stops_[static_cast<size_t>(reason)]->Increment();
 }
 
 void Metrics::SetRunHealth(const RunHealthReport& report) {

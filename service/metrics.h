@@ -24,6 +24,8 @@
 //   rlscore_gpu_fallbacks_total{reason}            the CPU stood in for the GPU: "unavailable"
 //                                                  (at start, --gpu=auto) or "error" (per batch)
 //   rlscore_build_info{version}                    1
+//   rlscore_generation_stops_total{reason}         MonitorGeneration STOPs: repetition_ngram,
+//                                                  token_budget
 //   rlscore_run_health_level{run}                  0 OK, 1 WARN, 2 CRITICAL, per tracked run
 //   rlscore_run_signal{run,signal}                 each health signal's value (run_health.h); a
 //                                                  run's series go when the run is evicted, so
@@ -57,6 +59,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "advantage/advantage.h"
+#include "scorers/generation_monitor.h"
 #include "scorers/reward.h"
 #include "service/run_health.h"
 
@@ -95,6 +98,7 @@ class Metrics {
   // "unavailable" or "error", see above.
   void RecordGpuFallback(std::string_view reason);
   void RecordCompletion(const scorers::CompletionScore& score);
+  void RecordGenerationStop(scorers::StopReason reason);
   // Sets the run's health gauges (creating them for a new run).
   void SetRunHealth(const RunHealthReport& report);
   // Drops every series of the run (it was evicted from the telemetry).
@@ -125,6 +129,7 @@ class Metrics {
   prometheus::Counter* tokens_estimated_;
   prometheus::Counter* format_gated_;
   prometheus::Counter* format_ungated_;
+  std::array<prometheus::Counter*, 2> generation_stops_{};  // by scorers::StopReason
   prometheus::Family<prometheus::Gauge>* run_level_;
   prometheus::Family<prometheus::Gauge>* run_signal_;
   std::mutex runs_mu_;

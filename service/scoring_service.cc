@@ -1,23 +1,23 @@
 #include "service/scoring_service.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "scorers/generation_monitor.h"
 #include "service/advantage_mapping.h"
 #include "service/grpc_status.h"
 #include "service/run_health.h"
 
 namespace rlscore::service {
 namespace {
-
-// What each RPC still waits for; the message a caller reads in the UNIMPLEMENTED answer.
-constexpr char kMonitorMissing[] =
-    "rlscore.v1.ScoringService/MonitorGeneration is not implemented yet: it needs the incremental "
-    "n-gram repetition rule and the token budget of the early-stop stream";
 
 v1::HealthLevel ToProto(HealthLevel level) {
   switch (level) {
@@ -73,23 +73,126 @@ absl::Status CheckResponseSize(const google::protobuf::Message& response, const 
                    limits.max_message_bytes, ": send fewer completions per request"));
 }
 
-// A bidirectional stream that answers UNIMPLEMENTED at once.
-class UnimplementedStream final
+// The most tokens one MonitorGeneration stream may watch, whatever it asks for: with the n-gram
+// state at 50-80 bytes a token, a stream holds at most about 20 MB.
+constexpr uint32_t kMaxStreamTokens = 262144;
+
+v1::StopReason ToProto(scorers::StopReason reason) {
+  switch (reason) {
+    case scorers::StopReason::kRepetitionNgram:
+      return v1::STOP_REASON_REPETITION_NGRAM;
+    case scorers::StopReason::kTokenBudget:
+      return v1::STOP_REASON_TOKEN_BUDGET;
+  }
+  return v1::STOP_REASON_UNSPECIFIED;
+}
+
+// One MonitorGeneration stream: the first message names the profile and the budget, token or
+// text deltas follow, and the answer is a single STOP message after which the stream ends (or no
+// message at all when the client half-closes first: nothing fired). Each delta is handled on the
+// reactor's own callback (O(delta) work), so streams need no thread of their own.
+class MonitorStream final
     : public grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse> {
  public:
-  explicit UnimplementedStream(Metrics* metrics) : metrics_(metrics), start_(absl::Now()) {
+  MonitorStream(const ServerOptions& options, Metrics* metrics)
+      : options_(options), metrics_(metrics), start_(absl::Now()) {
     metrics_->CallStarted(Method::kMonitorGeneration);
-    Finish(grpc::Status(grpc::StatusCode::UNIMPLEMENTED, kMonitorMissing));
+    StartRead(&request_);
   }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client half-closed, or the call is over: nothing fired
+      End(absl::OkStatus());
+      return;
+    }
+    absl::StatusOr<std::optional<scorers::StopVerdict>> verdict = Handle(request_);
+    if (!verdict.ok()) {
+      End(verdict.status());
+      return;
+    }
+    if (!verdict->has_value()) {
+      StartRead(&request_);
+      return;
+    }
+    const scorers::StopVerdict& stop = **verdict;
+    response_.set_reason(ToProto(stop.reason));
+    response_.set_token_offset(stop.token_offset);
+    response_.set_char_offset(stop.char_offset);
+    response_.set_detail(stop.detail);
+    metrics_->RecordGenerationStop(stop.reason);
+    code_ = absl::StatusCode::kOk;
+    StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+  }
+
+  void OnCancel() override { cancelled_ = true; }
+
   void OnDone() override {
-    metrics_->CallFinished(Method::kMonitorGeneration, absl::StatusCode::kUnimplemented,
-                           absl::Now() - start_);
+    metrics_->CallFinished(Method::kMonitorGeneration,
+                           cancelled_ ? absl::StatusCode::kCancelled : code_, absl::Now() - start_);
     delete this;
   }
 
  private:
+  void End(const absl::Status& status) {
+    code_ = status.code();
+    Finish(ToGrpcStatus(status));
+  }
+
+  absl::StatusOr<std::optional<scorers::StopVerdict>> Handle(
+      const v1::MonitorGenerationRequest& request) {
+    switch (request.event_case()) {
+      case v1::MonitorGenerationRequest::kStart: {
+        if (monitor_.has_value()) {
+          return absl::InvalidArgumentError("start: sent twice; one stream watches one generation");
+        }
+        const v1::GenerationStart& start = request.start();
+        RLSCORE_ASSIGN_OR_RETURN(const ServiceProfile* profile,
+                                 options_.profiles.Find(start.profile()));
+        const scorers::Profile& reward = profile->reward;
+        scorers::MonitorOptions monitor;
+        monitor.repetition = reward.repetition.enabled;
+        monitor.ngram = reward.repetition.ngram;
+        monitor.max_tokens = std::min(
+            start.max_tokens() != 0 ? start.max_tokens() : reward.length.max, kMaxStreamTokens);
+        monitor.think_prefilled = start.think_prefilled() || reward.tags.think_prefilled;
+        monitor.expects_reasoning = reward.expects_reasoning;
+        monitor_.emplace(monitor);
+        return std::nullopt;
+      }
+      case v1::MonitorGenerationRequest::kTokens: {
+        if (!monitor_.has_value()) return NoStart();
+        const auto& ids = request.tokens().token_ids();
+        return monitor_->PushTokens(std::span<const uint32_t>(ids.data(), ids.size()));
+      }
+      case v1::MonitorGenerationRequest::kText: {
+        if (!monitor_.has_value()) return NoStart();
+        const std::string& text = request.text().text();
+        if (monitor_->bytes() + text.size() > options_.limits.max_completion_bytes) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat("text: the generation exceeds the limit max_completion_bytes = ",
+                           options_.limits.max_completion_bytes));
+        }
+        return monitor_->PushText(text);
+      }
+      case v1::MonitorGenerationRequest::EVENT_NOT_SET:
+        break;
+    }
+    return absl::InvalidArgumentError("an empty message: set start, tokens or text");
+  }
+
+  static absl::Status NoStart() {
+    return absl::InvalidArgumentError(
+        "the first message must be start (profile, max_tokens, think_prefilled)");
+  }
+
+  const ServerOptions& options_;
   Metrics* const metrics_;
   const absl::Time start_;
+  v1::MonitorGenerationRequest request_;
+  v1::MonitorGenerationResponse response_;
+  std::optional<scorers::GenerationMonitor> monitor_;
+  absl::StatusCode code_ = absl::StatusCode::kOk;
+  std::atomic<bool> cancelled_ = false;
 };
 
 }  // namespace
@@ -185,7 +288,7 @@ grpc::ServerUnaryReactor* ScoringService::Score(grpc::CallbackServerContext* con
 
 grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse>*
 ScoringService::MonitorGeneration(grpc::CallbackServerContext*) {
-  return new UnimplementedStream(metrics_);
+  return new MonitorStream(options_, metrics_);
 }
 
 grpc::ServerUnaryReactor* ScoringService::GetRunHealth(grpc::CallbackServerContext* context,

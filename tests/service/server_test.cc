@@ -210,20 +210,6 @@ TEST_F(ServerTest, ReflectionListsTheService) {
   EXPECT_THAT(services, HasSubstr("grpc.health.v1.Health"));
 }
 
-TEST_F(ServerTest, UnimplementedRpcsSayWhatIsMissing) {
-  {
-    grpc::ClientContext context;
-    SetDeadline(&context);
-    auto stream = stub_->MonitorGeneration(&context);
-    v1::MonitorGenerationResponse response;
-    while (stream->Read(&response)) {
-    }
-    grpc::Status status = stream->Finish();
-    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED);
-    EXPECT_THAT(status.error_message(), HasSubstr("n-gram"));
-  }
-}
-
 TEST_F(ServerTest, MetricsShowRequestsLatencyAndZeroVarianceGroups) {
   {
     grpc::ClientContext context;
@@ -862,6 +848,151 @@ TEST(ServerRunHealth, AnEvictedRunLeavesNoSeriesBehind) {
   const grpc::Status status = stub->GetRunHealth(&context, request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_THAT(status.error_message(), HasSubstr("run-0"));
+}
+
+}  // namespace
+}  // namespace rlscore::service
+
+namespace rlscore::service {
+namespace {
+
+using Stream =
+    grpc::ClientReaderWriter<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse>;
+
+v1::MonitorGenerationRequest Start(uint32_t max_tokens = 0, const std::string& profile = "") {
+  v1::MonitorGenerationRequest r;
+  r.mutable_start()->set_max_tokens(max_tokens);
+  r.mutable_start()->set_profile(profile);
+  return r;
+}
+
+v1::MonitorGenerationRequest Text(const std::string& text) {
+  v1::MonitorGenerationRequest r;
+  r.mutable_text()->set_text(text);
+  return r;
+}
+
+// A reflection loop like the incident's, after an ordinary start.
+std::string LoopingCompletion() {
+  std::string text = "<think>We need the smallest prime factor of 2^20 - 1, so factor it first. ";
+  for (int k = 0; k < 8; ++k) {
+    text += "Wait, let me double check the previous step, but wait, consider another case. ";
+  }
+  return text + "</think> \\boxed{3}";
+}
+
+TEST(ServerMonitorGeneration, StopsWhereScoreGroupsReportsTheLoop) {
+  std::unique_ptr<Server> server = StartOrDie(TestOptions());
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+  const std::string text = LoopingCompletion();
+
+  // The batch answer for the whole completion.
+  v1::ScoreGroupsRequest batch;
+  v1::Group* group = batch.add_groups();
+  group->add_references("3");
+  group->add_completions()->set_text(text);
+  grpc::ClientContext batch_context;
+  SetDeadline(&batch_context);
+  v1::ScoreGroupsResponse scored;
+  ASSERT_TRUE(stub->ScoreGroups(&batch_context, batch, &scored).ok());
+  const v1::RepetitionReport& report = scored.results(0).repetition();
+  ASSERT_EQ(report.detector(), v1::REPETITION_DETECTOR_NGRAM);
+
+  // The same text streamed seven bytes at a time.
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  std::unique_ptr<Stream> stream = stub->MonitorGeneration(&context);
+  ASSERT_TRUE(stream->Write(Start()));
+  size_t sent = 0;
+  for (; sent < text.size(); sent += 7) {
+    if (!stream->Write(Text(text.substr(sent, 7)))) break;  // the server has answered and ended
+  }
+  v1::MonitorGenerationResponse stop;
+  ASSERT_TRUE(stream->Read(&stop));
+  stream->WritesDone();
+  EXPECT_FALSE(stream->Read(&stop));  // one answer, then the end
+  const grpc::Status status = stream->Finish();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(stop.reason(), v1::STOP_REASON_REPETITION_NGRAM);
+  EXPECT_EQ(stop.char_offset(), report.char_offset());
+  EXPECT_THAT(stop.detail(), HasSubstr("8-gram of words"));
+
+  const std::string metrics = testing::HttpGet(server->metrics_port(), "/metrics");
+  EXPECT_THAT(metrics, HasSubstr("rlscore_generation_stops_total{reason=\"repetition_ngram\"} 1"));
+  EXPECT_THAT(metrics,
+              HasSubstr("rlscore_requests_total{code=\"OK\",method=\"MonitorGeneration\"} 1"));
+}
+
+TEST(ServerMonitorGeneration, TokenBudgetHalfCloseAndBadStreams) {
+  std::unique_ptr<Server> server = StartOrDie(TestOptions());
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+  {  // Token ids until the budget: STOP at exactly max_tokens.
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    std::unique_ptr<Stream> stream = stub->MonitorGeneration(&context);
+    ASSERT_TRUE(stream->Write(Start(/*max_tokens=*/50)));
+    for (uint32_t i = 0; i < 20; ++i) {
+      v1::MonitorGenerationRequest delta;
+      for (uint32_t j = 0; j < 10; ++j) delta.mutable_tokens()->add_token_ids(i * 10 + j);
+      if (!stream->Write(delta)) break;
+    }
+    v1::MonitorGenerationResponse stop;
+    ASSERT_TRUE(stream->Read(&stop));
+    stream->WritesDone();
+    EXPECT_TRUE(stream->Finish().ok());
+    EXPECT_EQ(stop.reason(), v1::STOP_REASON_TOKEN_BUDGET);
+    EXPECT_EQ(stop.token_offset(), 50u);
+  }
+  {  // A clean generation that ends before anything fires: no message, OK.
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    std::unique_ptr<Stream> stream = stub->MonitorGeneration(&context);
+    ASSERT_TRUE(stream->Write(Start()));
+    ASSERT_TRUE(stream->Write(Text("<think>6 times 7 is 42.</think> \\boxed{42}")));
+    stream->WritesDone();
+    v1::MonitorGenerationResponse none;
+    EXPECT_FALSE(stream->Read(&none));
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+  {  // Deltas before start.
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    std::unique_ptr<Stream> stream = stub->MonitorGeneration(&context);
+    stream->Write(Text("hello"));
+    stream->WritesDone();
+    v1::MonitorGenerationResponse none;
+    EXPECT_FALSE(stream->Read(&none));
+    const grpc::Status status = stream->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(), HasSubstr("first message must be start"));
+  }
+  {  // An unknown profile.
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    std::unique_ptr<Stream> stream = stub->MonitorGeneration(&context);
+    stream->Write(Start(0, "no-such-profile"));
+    stream->WritesDone();
+    v1::MonitorGenerationResponse none;
+    EXPECT_FALSE(stream->Read(&none));
+    const grpc::Status status = stream->Finish();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_THAT(status.error_message(), HasSubstr("no-such-profile"));
+  }
+  {  // A client that cancels mid-stream: the server ends the call and keeps serving.
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    std::unique_ptr<Stream> stream = stub->MonitorGeneration(&context);
+    ASSERT_TRUE(stream->Write(Start()));
+    ASSERT_TRUE(stream->Write(Text("<think>Let me think about this")));
+    context.TryCancel();
+    EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  v1::ComputeAdvantagesResponse response;
+  EXPECT_TRUE(stub->ComputeAdvantages(&context, IncidentRequest(), &response).ok());
 }
 
 }  // namespace
