@@ -194,6 +194,36 @@ class GpuTest(unittest.TestCase):
         self.assertIn(self.MISSING, run.stderr)
 
 
+class RolloutWorkerTest(unittest.TestCase):
+    """examples/rollout_worker.py against a real server: it is cut at the loop, not the end."""
+
+    WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                          "rollout_worker.py")
+
+    def run_worker(self, *extra):
+        server = RunningServer()
+        self.addCleanup(server.stop)
+        run = subprocess.run(["/usr/bin/python3", self.WORKER,
+                              "--server", "127.0.0.1:%d" % server.port, "--stubs", ARGS.stubs,
+                              *extra], capture_output=True, text=True, timeout=120)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        return run.stdout
+
+    def test_a_looping_generation_is_stopped_and_cancelled_early(self):
+        out = self.run_worker()
+        m = re.search(r"STOP STOP_REASON_REPETITION_NGRAM at character (\d+) .* cancelled after "
+                      r"(\d+) bytes", out)
+        self.assertIsNotNone(m, out)
+        stop_at, produced = int(m.group(1)), int(m.group(2))
+        # The fourth occurrence of the reflection begins near character 1,100; the looping text
+        # would run on to about 32,000 bytes. The generator was cancelled long before its end.
+        self.assertLess(stop_at, 2000, out)
+        self.assertLess(produced, 16000, out)
+
+    def test_a_clean_generation_runs_to_its_end(self):
+        self.assertIn("finished: no STOP", self.run_worker("--no-loop"))
+
+
 class DefaultsTest(unittest.TestCase):
 
     def test_print_config_shows_the_built_in_addresses(self):
