@@ -39,49 +39,41 @@ class FirstErrorCollector : public pb::io::ErrorCollector {
   std::string error_;
 };
 
+// The fields of HealthThresholds, which the file's RunHealthThresholds names the same: one list
+// for reading and writing the file.
+#define RLSCORE_RUN_HEALTH_FIELDS(X)   \
+  X(recent_batches)                    \
+  X(baseline_batches)                  \
+  X(min_baseline_batches)              \
+  X(zero_variance_batch_warn)          \
+  X(zero_variance_recent_warn)         \
+  X(zero_variance_recent_critical)     \
+  X(mean_length_growth_warn)           \
+  X(mean_length_growth_critical)       \
+  X(max_length_growth_warn)            \
+  X(max_length_growth_critical)        \
+  X(truncation_warn)                   \
+  X(truncation_critical)               \
+  X(repetition_warn)                   \
+  X(repetition_critical)               \
+  X(format_without_accuracy_rise_warn) \
+  X(format_without_accuracy_rise_critical)
+
 // Every run_health field of the file that is set, over the defaults.
 void ApplyRunHealth(const config::v1::RunHealthThresholds& in, HealthThresholds* t) {
-#define RLSCORE_FIELD(field) \
+#define RLSCORE_APPLY(field) \
   if (in.has_##field()) t->field = in.field();
-  RLSCORE_FIELD(recent_batches)
-  RLSCORE_FIELD(baseline_batches)
-  RLSCORE_FIELD(min_baseline_batches)
-  RLSCORE_FIELD(zero_variance_batch_warn)
-  RLSCORE_FIELD(zero_variance_recent_warn)
-  RLSCORE_FIELD(zero_variance_recent_critical)
-  RLSCORE_FIELD(mean_length_growth_warn)
-  RLSCORE_FIELD(mean_length_growth_critical)
-  RLSCORE_FIELD(max_length_growth_warn)
-  RLSCORE_FIELD(max_length_growth_critical)
-  RLSCORE_FIELD(truncation_warn)
-  RLSCORE_FIELD(truncation_critical)
-  RLSCORE_FIELD(repetition_warn)
-  RLSCORE_FIELD(repetition_critical)
-  RLSCORE_FIELD(format_without_accuracy_rise_warn)
-  RLSCORE_FIELD(format_without_accuracy_rise_critical)
-#undef RLSCORE_FIELD
+  RLSCORE_RUN_HEALTH_FIELDS(RLSCORE_APPLY)
+#undef RLSCORE_APPLY
 }
 
 void RunHealthToProto(const HealthThresholds& t, config::v1::RunHealthThresholds* out) {
-#define RLSCORE_FIELD(field) out->set_##field(t.field);
-  RLSCORE_FIELD(recent_batches)
-  RLSCORE_FIELD(baseline_batches)
-  RLSCORE_FIELD(min_baseline_batches)
-  RLSCORE_FIELD(zero_variance_batch_warn)
-  RLSCORE_FIELD(zero_variance_recent_warn)
-  RLSCORE_FIELD(zero_variance_recent_critical)
-  RLSCORE_FIELD(mean_length_growth_warn)
-  RLSCORE_FIELD(mean_length_growth_critical)
-  RLSCORE_FIELD(max_length_growth_warn)
-  RLSCORE_FIELD(max_length_growth_critical)
-  RLSCORE_FIELD(truncation_warn)
-  RLSCORE_FIELD(truncation_critical)
-  RLSCORE_FIELD(repetition_warn)
-  RLSCORE_FIELD(repetition_critical)
-  RLSCORE_FIELD(format_without_accuracy_rise_warn)
-  RLSCORE_FIELD(format_without_accuracy_rise_critical)
-#undef RLSCORE_FIELD
+#define RLSCORE_SET(field) out->set_##field(t.field);
+  RLSCORE_RUN_HEALTH_FIELDS(RLSCORE_SET)
+#undef RLSCORE_SET
 }
+
+#undef RLSCORE_RUN_HEALTH_FIELDS
 
 absl::Status Apply(const config::v1::ServerConfig& file, ServerOptions* options) {
   if (file.has_listen_address()) options->listen_address = file.listen_address();
