@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/score_one.h"
 #include "scorers/ast/ast_repetition.h"
 #include "scorers/math/verifier.h"
 #include "scorers/reward.h"
@@ -184,25 +185,12 @@ void BM_Score(benchmark::State& state) {
   const std::string text = MarkdownWriter(7).Completion(tokens, code);
   scorers::Profile profile;
   profile.repetition.ast.enabled = ast;
-  const std::vector<std::string> references = {"42"};
-  auto accuracy = scorers::math::NewMathAccuracyScorer();
-  auto judge = accuracy->Prepare(scorers::Task::kMath, references);
-  scorers::CompletionInput input;
-  input.text = text;
-  input.num_tokens = tokens;
-  input.finished = true;
-  std::vector<scorers::CompletionScore> scores;
-  for (auto _ : state) {
-    absl::Status status =
-        scorers::ScoreGroup({&input, 1}, scorers::Task::kMath, judge.get(), profile, &scores);
-    benchmark::DoNotOptimize(status);
-    benchmark::DoNotOptimize(scores.data());
-  }
-  if (scores[0].repetition_finding.detector != scorers::RepetitionDetector::kNone) {
+  const scorers::CompletionScore score =
+      bench::ScoreOneEachIteration(state, text, tokens, /*finished=*/true, profile);
+  if (score.repetition_finding.detector != scorers::RepetitionDetector::kNone) {
     state.SkipWithError("the benchmark completion fired a repetition rule");
   }
-  state.counters["parsed"] = scores[0].ast_parsed ? 1 : 0;
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
+  state.counters["parsed"] = score.ast_parsed ? 1 : 0;
 }
 BENCHMARK(BM_Score)
     ->ArgNames({"tokens", "code", "ast"})

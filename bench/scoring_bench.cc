@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/score_one.h"
 #include "rlscore/v1/scoring_service.grpc.pb.h"
 #include "scorers/math/verifier.h"
 #include "scorers/reward.h"
@@ -56,23 +57,8 @@ std::string LoopingCompletion(uint32_t tokens) {
 }
 
 void ScoreOne(benchmark::State& state, const std::string& text, uint32_t tokens, bool finished) {
-  scorers::Profile profile;
-  const std::vector<std::string> references = {"42"};
-  auto accuracy = scorers::math::NewMathAccuracyScorer();
-  auto judge = accuracy->Prepare(scorers::Task::kMath, references);
-  scorers::CompletionInput input;
-  input.text = text;
-  input.num_tokens = tokens;
-  input.finished = finished;
-  std::vector<scorers::CompletionScore> scores;
-  for (auto _ : state) {
-    absl::Status status =
-        scorers::ScoreGroup({&input, 1}, scorers::Task::kMath, judge.get(), profile, &scores);
-    benchmark::DoNotOptimize(status);
-    benchmark::DoNotOptimize(scores.data());
-  }
+  bench::ScoreOneEachIteration(state, text, tokens, finished, scorers::Profile{});
   state.SetItemsProcessed(state.iterations());
-  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
 }
 
 void BM_ScoreRealistic3k(benchmark::State& state) {
