@@ -42,10 +42,10 @@ TEST(RunTelemetry, ARetriedStepIsCountedOnce) {
 
 TEST(RunTelemetry, EvictsTheLeastRecentlyRecordedRun) {
   RunTelemetry telemetry(2, 8);
-  telemetry.Record("a", AtStep(1));
-  telemetry.Record("b", AtStep(1));
-  telemetry.Record("a", AtStep(2));  // a is now the most recent
-  telemetry.Record("c", AtStep(1));  // evicts b
+  EXPECT_EQ(telemetry.Record("a", AtStep(1)), std::nullopt);
+  EXPECT_EQ(telemetry.Record("b", AtStep(1)), std::nullopt);
+  EXPECT_EQ(telemetry.Record("a", AtStep(2)), std::nullopt);  // a is now the most recent
+  EXPECT_EQ(telemetry.Record("c", AtStep(1)), "b");           // evicts b, and says so
   EXPECT_THAT(telemetry.Runs(), ElementsAre("c", "a"));
   EXPECT_TRUE(telemetry.Window("b").empty());
   EXPECT_THAT(Steps(telemetry.Window("a")), ElementsAre(1, 2));

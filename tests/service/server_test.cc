@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -856,9 +857,6 @@ TEST(ServerRunHealth, AnEvictedRunLeavesNoSeriesBehind) {
 namespace rlscore::service {
 namespace {
 
-using Stream =
-    grpc::ClientReaderWriter<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse>;
-
 v1::MonitorGenerationRequest Start(uint32_t max_tokens = 0, const std::string& profile = "") {
   v1::MonitorGenerationRequest r;
   r.mutable_start()->set_max_tokens(max_tokens);
@@ -870,6 +868,31 @@ v1::MonitorGenerationRequest Text(const std::string& text) {
   v1::MonitorGenerationRequest r;
   r.mutable_text()->set_text(text);
   return r;
+}
+
+v1::MonitorGenerationRequest Tokens(uint32_t first, uint32_t count) {
+  v1::MonitorGenerationRequest r;
+  for (uint32_t i = 0; i < count; ++i) r.mutable_tokens()->add_token_ids(first + i);
+  return r;
+}
+
+// One MonitorGeneration stream: sends `messages` in order until the server stops reading,
+// half-closes, and returns the final status; the STOP, if one came, goes to `*stop`. Fails the
+// test if more than one answer arrives.
+grpc::Status Monitor(v1::ScoringService::Stub& stub,
+                     const std::vector<v1::MonitorGenerationRequest>& messages,
+                     std::optional<v1::MonitorGenerationResponse>* stop = nullptr) {
+  grpc::ClientContext context;
+  SetDeadline(&context);
+  auto stream = stub.MonitorGeneration(&context);
+  for (const v1::MonitorGenerationRequest& m : messages) {
+    if (!stream->Write(m)) break;  // the server has answered and ended the stream
+  }
+  stream->WritesDone();
+  v1::MonitorGenerationResponse answer;
+  if (stream->Read(&answer) && stop != nullptr) *stop = answer;
+  EXPECT_FALSE(stream->Read(&answer)) << "a second answer";
+  return stream->Finish();
 }
 
 // A reflection loop like the incident's, after an ordinary start.
@@ -900,23 +923,15 @@ TEST(ServerMonitorGeneration, StopsWhereScoreGroupsReportsTheLoop) {
   ASSERT_EQ(report.detector(), v1::REPETITION_DETECTOR_NGRAM);
 
   // The same text streamed seven bytes at a time.
-  grpc::ClientContext context;
-  SetDeadline(&context);
-  std::unique_ptr<Stream> stream = stub->MonitorGeneration(&context);
-  ASSERT_TRUE(stream->Write(Start()));
-  size_t sent = 0;
-  for (; sent < text.size(); sent += 7) {
-    if (!stream->Write(Text(text.substr(sent, 7)))) break;  // the server has answered and ended
-  }
-  v1::MonitorGenerationResponse stop;
-  ASSERT_TRUE(stream->Read(&stop));
-  stream->WritesDone();
-  EXPECT_FALSE(stream->Read(&stop));  // one answer, then the end
-  const grpc::Status status = stream->Finish();
+  std::vector<v1::MonitorGenerationRequest> messages = {Start()};
+  for (size_t at = 0; at < text.size(); at += 7) messages.push_back(Text(text.substr(at, 7)));
+  std::optional<v1::MonitorGenerationResponse> stop;
+  const grpc::Status status = Monitor(*stub, messages, &stop);
   ASSERT_TRUE(status.ok()) << status.error_message();
-  EXPECT_EQ(stop.reason(), v1::STOP_REASON_REPETITION_NGRAM);
-  EXPECT_EQ(stop.char_offset(), report.char_offset());
-  EXPECT_THAT(stop.detail(), HasSubstr("8-gram of words"));
+  ASSERT_TRUE(stop.has_value());
+  EXPECT_EQ(stop->reason(), v1::STOP_REASON_REPETITION_NGRAM);
+  EXPECT_EQ(stop->char_offset(), report.char_offset());
+  EXPECT_THAT(stop->detail(), HasSubstr("8-gram of words"));
 
   const std::string metrics = testing::HttpGet(server->metrics_port(), "/metrics");
   EXPECT_THAT(metrics, HasSubstr("rlscore_generation_stops_total{reason=\"repetition_ngram\"} 1"));
@@ -924,66 +939,70 @@ TEST(ServerMonitorGeneration, StopsWhereScoreGroupsReportsTheLoop) {
               HasSubstr("rlscore_requests_total{code=\"OK\",method=\"MonitorGeneration\"} 1"));
 }
 
-TEST(ServerMonitorGeneration, TokenBudgetHalfCloseAndBadStreams) {
+TEST(ServerMonitorGeneration, TheTokenBudgetStopsAtMaxTokensAndIsCapped) {
   std::unique_ptr<Server> server = StartOrDie(TestOptions());
   ASSERT_NE(server, nullptr);
   auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
-  {  // Token ids until the budget: STOP at exactly max_tokens.
-    grpc::ClientContext context;
-    SetDeadline(&context);
-    std::unique_ptr<Stream> stream = stub->MonitorGeneration(&context);
-    ASSERT_TRUE(stream->Write(Start(/*max_tokens=*/50)));
-    for (uint32_t i = 0; i < 20; ++i) {
-      v1::MonitorGenerationRequest delta;
-      for (uint32_t j = 0; j < 10; ++j) delta.mutable_tokens()->add_token_ids(i * 10 + j);
-      if (!stream->Write(delta)) break;
-    }
-    v1::MonitorGenerationResponse stop;
-    ASSERT_TRUE(stream->Read(&stop));
-    stream->WritesDone();
-    EXPECT_TRUE(stream->Finish().ok());
-    EXPECT_EQ(stop.reason(), v1::STOP_REASON_TOKEN_BUDGET);
-    EXPECT_EQ(stop.token_offset(), 50u);
+  std::vector<v1::MonitorGenerationRequest> messages = {Start(/*max_tokens=*/50)};
+  for (uint32_t i = 0; i < 20; ++i) messages.push_back(Tokens(i * 10, 10));
+  std::optional<v1::MonitorGenerationResponse> stop;
+  ASSERT_TRUE(Monitor(*stub, messages, &stop).ok());
+  ASSERT_TRUE(stop.has_value());
+  EXPECT_EQ(stop->reason(), v1::STOP_REASON_TOKEN_BUDGET);
+  EXPECT_EQ(stop->token_offset(), 50u);
+
+  // A budget beyond what a stream may hold is held to 262,144 tokens (distinct ids: no loop).
+  messages = {Start(/*max_tokens=*/4000000000u)};
+  for (uint32_t i = 0; i < 5; ++i) messages.push_back(Tokens(i * 65536, 65536));
+  stop.reset();
+  ASSERT_TRUE(Monitor(*stub, messages, &stop).ok());
+  ASSERT_TRUE(stop.has_value());
+  EXPECT_EQ(stop->reason(), v1::STOP_REASON_TOKEN_BUDGET);
+  EXPECT_EQ(stop->token_offset(), 262144u);
+}
+
+TEST(ServerMonitorGeneration, CleanEndsAndBadStreams) {
+  ServerOptions options = TestOptions();
+  options.limits.max_completion_bytes = 1000;
+  std::unique_ptr<Server> server = StartOrDie(options);
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+
+  // A generation that ends before anything fires: no answer, OK.
+  std::optional<v1::MonitorGenerationResponse> stop;
+  EXPECT_TRUE(
+      Monitor(*stub, {Start(), Text("<think>6 times 7 is 42.</think> \\boxed{42}")}, &stop).ok());
+  EXPECT_FALSE(stop.has_value());
+
+  const struct {
+    std::vector<v1::MonitorGenerationRequest> messages;
+    grpc::StatusCode code;
+    const char* message;
+  } bad[] = {
+      {{Text("hello")}, grpc::StatusCode::INVALID_ARGUMENT, "first message must be start"},
+      {{Start(0, "no-such-profile")}, grpc::StatusCode::NOT_FOUND, "no-such-profile"},
+      {{Start(), Start()}, grpc::StatusCode::INVALID_ARGUMENT, "start: sent twice"},
+      {{Start(), v1::MonitorGenerationRequest()},
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "an empty message"},
+      {{Start(), Tokens(1, 3), Text("abc")},
+       grpc::StatusCode::INVALID_ARGUMENT,
+       "token ids or as text, not both"},
+      {{Start(), Text(std::string(600, 'a')), Text(std::string(600, 'b'))},
+       grpc::StatusCode::RESOURCE_EXHAUSTED,
+       "max_completion_bytes = 1000"},
+  };
+  for (const auto& c : bad) {
+    SCOPED_TRACE(c.message);
+    const grpc::Status status = Monitor(*stub, c.messages);
+    EXPECT_EQ(status.error_code(), c.code);
+    EXPECT_THAT(status.error_message(), HasSubstr(c.message));
   }
-  {  // A clean generation that ends before anything fires: no message, OK.
-    grpc::ClientContext context;
-    SetDeadline(&context);
-    std::unique_ptr<Stream> stream = stub->MonitorGeneration(&context);
-    ASSERT_TRUE(stream->Write(Start()));
-    ASSERT_TRUE(stream->Write(Text("<think>6 times 7 is 42.</think> \\boxed{42}")));
-    stream->WritesDone();
-    v1::MonitorGenerationResponse none;
-    EXPECT_FALSE(stream->Read(&none));
-    EXPECT_TRUE(stream->Finish().ok());
-  }
-  {  // Deltas before start.
-    grpc::ClientContext context;
-    SetDeadline(&context);
-    std::unique_ptr<Stream> stream = stub->MonitorGeneration(&context);
-    stream->Write(Text("hello"));
-    stream->WritesDone();
-    v1::MonitorGenerationResponse none;
-    EXPECT_FALSE(stream->Read(&none));
-    const grpc::Status status = stream->Finish();
-    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-    EXPECT_THAT(status.error_message(), HasSubstr("first message must be start"));
-  }
-  {  // An unknown profile.
-    grpc::ClientContext context;
-    SetDeadline(&context);
-    std::unique_ptr<Stream> stream = stub->MonitorGeneration(&context);
-    stream->Write(Start(0, "no-such-profile"));
-    stream->WritesDone();
-    v1::MonitorGenerationResponse none;
-    EXPECT_FALSE(stream->Read(&none));
-    const grpc::Status status = stream->Finish();
-    EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
-    EXPECT_THAT(status.error_message(), HasSubstr("no-such-profile"));
-  }
+
   {  // A client that cancels mid-stream: the server ends the call and keeps serving.
     grpc::ClientContext context;
     SetDeadline(&context);
-    std::unique_ptr<Stream> stream = stub->MonitorGeneration(&context);
+    auto stream = stub->MonitorGeneration(&context);
     ASSERT_TRUE(stream->Write(Start()));
     ASSERT_TRUE(stream->Write(Text("<think>Let me think about this")));
     context.TryCancel();
@@ -993,6 +1012,10 @@ TEST(ServerMonitorGeneration, TokenBudgetHalfCloseAndBadStreams) {
   SetDeadline(&context);
   v1::ComputeAdvantagesResponse response;
   EXPECT_TRUE(stub->ComputeAdvantages(&context, IncidentRequest(), &response).ok());
+  const std::string metrics = testing::HttpGet(server->metrics_port(), "/metrics");
+  EXPECT_THAT(
+      metrics,
+      HasSubstr("rlscore_requests_total{code=\"CANCELLED\",method=\"MonitorGeneration\"} 1"));
 }
 
 }  // namespace
