@@ -73,7 +73,7 @@ struct HealthSignal {
   double value = 0.0;
   double baseline = 0.0;  // 0 where the signal has none
   double warn = 0.0;      // 0 and 0: reported, not judged
-  double critical = 0.0;
+  double critical = 0.0;  // +inf: this signal only warns (the last batch's zero-variance fraction)
   HealthLevel level = HealthLevel::kOk;
   std::string reason;  // empty when OK
 };
