@@ -1,11 +1,12 @@
-// rlscore: the command-line front. `rlscore serve` runs the service; later capabilities add
-// subcommands here.
+// rlscore: the command-line front. `rlscore serve` runs the service; `rlscore score` scores a file
+// of rollouts for evaluation.
 #include <signal.h>
 
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "cli/score.h"
 #include "cli/serve.h"
 
 namespace {
@@ -15,6 +16,7 @@ constexpr char kUsage[] =
     "\n"
     "Commands:\n"
     "  serve     run the gRPC scoring service (rlscore serve --help for its flags)\n"
+    "  score     score a JSONL file of rollouts, in-process or on a server (rlscore score --help)\n"
     "  version   print the version\n"
     "  help      show this help\n";
 
@@ -34,6 +36,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + (argc > 1 ? 2 : 1), argv + argc);
   const std::string command = argc > 1 ? argv[1] : "";
   if (command == "serve") return rlscore::cli::RunServe(args);
+  if (command == "score") return rlscore::cli::RunScoreCommand(args);
   if (command == "version" || command == "--version") {
     std::cout << "rlscore " << RLSCORE_VERSION << "\n";
     return 0;

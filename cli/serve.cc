@@ -40,6 +40,10 @@ FlagSet MakeServeFlags(ServeFlags* f) {
   flags.Add({"metrics-address", "ADDR",
              "Prometheus /metrics address, host:port; empty disables (default 127.0.0.1:9464)",
              str(&o.metrics_address)});
+  flags.Add({"http-address", "ADDR",
+             "HTTP JSON listener for OpenRLHF (POST /get_reward) and slime (POST /reward), "
+             "host:port; empty disables (default empty)",
+             str(&o.http_address)});
   flags.Add({"max-message-bytes", "N", "largest request or response (default 536870912)",
              [&o](std::string_view v) { return ParseUint64(v, &o.limits.max_message_bytes); }});
   flags.Add(

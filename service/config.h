@@ -37,6 +37,9 @@ struct ServerOptions {
   std::string listen_address = "127.0.0.1:50051";
   // host:port of the Prometheus endpoint; empty disables it.
   std::string metrics_address = "127.0.0.1:9464";
+  // host:port of the HTTP JSON listener (service/http_listener.h: OpenRLHF and slime remote
+  // rewards); empty disables it.
+  std::string http_address;
   Limits limits;
   // SIGTERM: how long in-flight calls may take to finish before they are cancelled.
   absl::Duration drain_timeout = absl::Seconds(30);

@@ -23,6 +23,10 @@ std::string_view MethodName(Method method) {
       return "MonitorGeneration";
     case Method::kGetRunHealth:
       return "GetRunHealth";
+    case Method::kHttpGetReward:
+      return "POST /get_reward";
+    case Method::kHttpReward:
+      return "POST /reward";
   }
   return "unknown";
 }

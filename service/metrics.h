@@ -75,8 +75,17 @@ class Family;
 namespace rlscore::service {
 
 // The RPCs of rlscore.v1.ScoringService, as metric label values.
-enum class Method { kScoreGroups, kComputeAdvantages, kScore, kMonitorGeneration, kGetRunHealth };
-inline constexpr int kNumMethods = 5;
+// The gRPC methods, and the HTTP endpoints of service/http_listener.h (labelled by their path).
+enum class Method {
+  kScoreGroups,
+  kComputeAdvantages,
+  kScore,
+  kMonitorGeneration,
+  kGetRunHealth,
+  kHttpGetReward,
+  kHttpReward
+};
+inline constexpr int kNumMethods = 7;
 std::string_view MethodName(Method method);
 
 // Thread-safe: every member may be called concurrently.

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "common/strings.h"
 #include "service/advantage_mapping.h"
 #include "service/run_health.h"
+#include "service/score_aggregate.h"
 #include "service/scoring_mapping.h"
 
 namespace rlscore::service {
@@ -84,15 +86,6 @@ advantage::Outcome OutcomeOf(const scorers::CompletionScore& s) {
   return s.accuracy > 0.0 ? advantage::Outcome::kCorrect : advantage::Outcome::kWrong;
 }
 
-double Percentile(std::vector<uint32_t>* sorted_values, double q) {
-  if (sorted_values->empty()) return 0.0;
-  // Nearest rank: the smallest value with at least q of the data at or below it.
-  const size_t n = sorted_values->size();
-  size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(n)));
-  rank = std::clamp<size_t>(rank, 1, n);
-  return (*sorted_values)[rank - 1];
-}
-
 BatchTelemetry Telemetry(int64_t step,
                          const std::vector<std::vector<scorers::CompletionScore>>& scores,
                          const advantage::BatchSummary& summary) {
@@ -120,14 +113,6 @@ BatchTelemetry Telemetry(int64_t step,
 }
 
 }  // namespace
-
-double PassAtK(uint32_t n, uint32_t c, uint32_t k) {
-  if (n - c < k) return 1.0;
-  // 1 - Π_{i = n-c+1}^{n} (1 - k/i)  ==  1 - C(n-c, k) / C(n, k)
-  double keep = 1.0;
-  for (uint32_t i = n - c + 1; i <= n; ++i) keep *= 1.0 - static_cast<double>(k) / i;
-  return 1.0 - keep;
-}
 
 absl::Status RunScoreGroups(const ScoringContext& context, const v1::ScoreGroupsRequest& request,
                             v1::ScoreGroupsResponse* response) {
@@ -301,64 +286,17 @@ absl::Status RunScore(const ScoringContext& context, const v1::ScoreRequest& req
     }
   }
 
-  v1::ScoreAggregate* agg = response->mutable_aggregate();
-  std::vector<uint64_t> verdicts(v1::Verdict_ARRAYSIZE, 0);
-  std::vector<uint32_t> lengths;
-  double accuracy_sum = 0.0;
-  uint64_t scorable = 0, well_formed = 0, repeated = 0, truncated = 0;
-  // prompt id -> (samples, correct), over scorable items. An item without a prompt id is a
-  // prompt of its own.
-  std::map<std::string, std::pair<uint32_t, uint32_t>> prompts;
+  ScoreAggregator aggregator;
   for (int i = 0; i < n; ++i) {
     const scorers::CompletionScore& s = scores[i][0];
     response->add_rewards(s.total);
-    FillCompletionResult(s, response->add_results());
+    v1::CompletionResult* result = response->add_results();
+    FillCompletionResult(s, result);
     if (context.metrics != nullptr) context.metrics->RecordCompletion(s);
-    ++verdicts[VerdictToProto(s.verdict)];
-    lengths.push_back(s.num_tokens);
-    well_formed += s.well_formed;
-    repeated += s.repetition_finding.detector != scorers::RepetitionDetector::kNone;
-    truncated += s.truncated;
-    if (s.unscorable()) continue;
-    ++scorable;
-    accuracy_sum += s.accuracy;
-    const std::string& id = request.items(i).prompt_id();
-    auto& [samples, correct] = prompts[id.empty() ? absl::StrCat("\x01item ", i) : id];
-    ++samples;
-    correct += s.accuracy >= 1.0;
+    aggregator.Add(request.items(i).prompt_id(), *result);
   }
-  const double items = n == 0 ? 1.0 : static_cast<double>(n);
-  agg->set_items(static_cast<uint64_t>(n));
-  agg->set_accuracy(scorable == 0 ? 0.0 : accuracy_sum / static_cast<double>(scorable));
-  agg->set_format_rate(static_cast<double>(well_formed) / items);
-  agg->set_repetition_rate(static_cast<double>(repeated) / items);
-  agg->set_truncation_rate(static_cast<double>(truncated) / items);
-  std::sort(lengths.begin(), lengths.end());
-  v1::LengthPercentiles* pct = agg->mutable_length_tokens();
-  pct->set_p50(Percentile(&lengths, 0.50));
-  pct->set_p90(Percentile(&lengths, 0.90));
-  pct->set_p99(Percentile(&lengths, 0.99));
-  pct->set_max(lengths.empty() ? 0.0 : lengths.back());
-  for (uint64_t count : verdicts) agg->add_verdicts(count);
-  std::vector<uint32_t> ks = {1};
-  if (request.pass_at_k_size() > 0) {
-    ks.assign(request.pass_at_k().begin(), request.pass_at_k().end());
-    std::sort(ks.begin(), ks.end());
-    ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
-  }
-  for (uint32_t k : ks) {
-    double sum = 0.0;
-    uint64_t counted = 0;
-    for (const auto& [id, sc] : prompts) {
-      if (sc.first < k) continue;
-      sum += PassAtK(sc.first, sc.second, k);
-      ++counted;
-    }
-    v1::PassAtK* p = agg->add_pass_at_k();
-    p->set_k(k);
-    p->set_prompts(counted);
-    p->set_value(counted == 0 ? 0.0 : sum / static_cast<double>(counted));
-  }
+  *response->mutable_aggregate() = aggregator.Finish(
+      std::span<const uint32_t>(request.pass_at_k().data(), request.pass_at_k().size()));
   response->set_profile_hash(profile->hash);
   return absl::OkStatus();
 }

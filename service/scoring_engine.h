@@ -16,6 +16,7 @@
 #include "service/metrics.h"
 #include "service/profiles.h"
 #include "service/run_telemetry.h"
+#include "service/score_aggregate.h"
 #include "service/worker_pool.h"
 
 namespace rlscore::service {
@@ -51,9 +52,5 @@ absl::Status RunScoreGroups(const ScoringContext& context, const v1::ScoreGroups
 // that share a prompt_id.
 absl::Status RunScore(const ScoringContext& context, const v1::ScoreRequest& request,
                       v1::ScoreResponse* response);
-
-// The unbiased pass@k estimator for one prompt with n samples of which c are correct:
-// 1 - C(n - c, k) / C(n, k), computed as a stable product. REQUIRES: k <= n, c <= n.
-double PassAtK(uint32_t n, uint32_t c, uint32_t k);
 
 }  // namespace rlscore::service

@@ -16,6 +16,7 @@
 #include "common/strings.h"
 #include "gpu/loader.h"
 #include "scorers/math/verifier.h"
+#include "service/http_listener.h"
 #include "service/scoring_service.h"
 
 namespace rlscore::service {
@@ -106,6 +107,25 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     server->metrics_port_ = ports.empty() ? 0 : ports.front();
   }
 
+  // The HTTP listener before gRPC too, for the same reason.
+  if (!options.http_address.empty()) {
+    absl::StatusOr<std::unique_ptr<HttpListener>> http = HttpListener::Start(
+        options,
+        ScoringContext{.limits = nullptr,
+                       .profiles = nullptr,
+                       .accuracy = server->accuracy_.get(),
+                       .backend = server->backend_.get(),
+                       .pool = server->pool_.get(),
+                       .metrics = server->metrics_.get(),
+                       .telemetry = server->telemetry_.get(),
+                       .health = nullptr,
+                       .clock = dependencies.clock != nullptr ? dependencies.clock : &RealClock(),
+                       .keep_going = nullptr});
+    if (!http.ok()) return http.status();
+    server->http_ = *std::move(http);
+    server->http_port_ = server->http_->port();
+  }
+
   grpc::ServerBuilder builder;
   int selected_port = 0;
   builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
@@ -140,6 +160,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       options.metrics_address.empty()
           ? std::string("(disabled)")
           : absl::StrCat(options.metrics_address, " (port ", server->metrics_port_, ")"),
+      options.http_address.empty()
+          ? std::string()
+          : absl::StrCat("; http on ", options.http_address, " (port ", server->http_port_, ")"),
       "; advantage backend ", Sv(server->backend_->Name())));
   return server;
 }
@@ -151,6 +174,8 @@ void Server::Shutdown(absl::Duration grace) {
     if (grpc_server_ == nullptr) return;
     // Health first, so load balancers and probes stop sending before the listener closes.
     grpc_server_->GetHealthCheckService()->Shutdown();
+    // The HTTP listener stops accepting and answers what it has in flight.
+    if (http_ != nullptr) http_->Stop();
     const auto deadline = std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace);
     grpc_server_->Shutdown(deadline);
     // Calls run on our pool answer after their handlers returned; gRPC does not wait for them.

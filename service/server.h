@@ -1,5 +1,6 @@
 // The rlscore gRPC server: rlscore.v1.ScoringService, grpc.health.v1, server reflection, and the
-// Prometheus endpoint on its own port.
+// Prometheus endpoint on its own port, and optionally the HTTP JSON listener for OpenRLHF and
+// slime.
 //
 //   ServerOptions options = DefaultServerOptions();
 //   options.listen_address = "127.0.0.1:0";          // tests: any free port
@@ -36,6 +37,7 @@ class Exposer;
 
 namespace rlscore::service {
 
+class HttpListener;
 class ScoringService;
 
 // The grpc.health.v1 service name whose status says whether advantages can use a GPU: SERVING
@@ -66,6 +68,8 @@ class Server {
   int port() const { return port_; }
   // The bound metrics port; 0 when metrics are disabled.
   int metrics_port() const { return metrics_port_; }
+  // The bound port of the HTTP JSON listener; 0 when it is disabled.
+  int http_port() const { return http_port_; }
   Metrics& metrics() { return *metrics_; }
   // Per-run telemetry recorded from ScoreGroups requests that carry a run_id.
   const RunTelemetry& telemetry() const { return *telemetry_; }
@@ -90,8 +94,10 @@ class Server {
   std::unique_ptr<ScoringService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<HttpListener> http_;
   int port_ = 0;
   int metrics_port_ = 0;
+  int http_port_ = 0;
   std::once_flag shutdown_once_;
 };
 

@@ -15,68 +15,20 @@ import signal
 import struct
 import subprocess
 import sys
-import threading
 import unittest
-import urllib.request
 
 import grpc
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402  (tests/e2e/harness.py)
+from harness import health_status  # noqa: E402
 
 ARGS = None
 
 
-class RunningServer:
-    """`rlscore serve` on free ports, with its stderr collected on a thread."""
-
-    def __init__(self, *extra):
-        self.proc = subprocess.Popen(
-            [ARGS.binary, "serve", "--listen-address=127.0.0.1:0",
-             "--metrics-address=127.0.0.1:0", *extra],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.lines = []
-        self.ready = threading.Event()
-        self.port = self.metrics_port = None
-        threading.Thread(target=self._read, daemon=True).start()
-        if not self.ready.wait(30):
-            self.proc.kill()
-            raise RuntimeError("server did not start: " + "".join(self.lines))
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.append(line)
-            m = re.search(r"serving rlscore\.v1 on \S+ \(port (\d+)\); metrics on \S+ \(port (\d+)\)",
-                          line)
-            if m:
-                self.port, self.metrics_port = int(m.group(1)), int(m.group(2))
-                self.ready.set()
-
-    def channel(self):
-        return grpc.insecure_channel(
-            "127.0.0.1:%d" % self.port,
-            options=[("grpc.max_receive_message_length", -1),
-                     ("grpc.max_send_message_length", -1)])
-
-    def metrics(self):
-        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port,
-                                    timeout=10) as r:
-            return r.read().decode()
-
-    def log(self):
-        return "".join(self.lines)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(30)
-        self.proc.stdout.close()
-
-
-def health_status(channel, service=""):
-    """grpc.health.v1.Health/Check with hand-encoded messages (Debian ships no health stubs)."""
-    request = b"" if not service else b"\x0a" + bytes([len(service)]) + service.encode()
-    check = channel.unary_unary("/grpc.health.v1.Health/Check",
-                                request_serializer=lambda b: b, response_deserializer=lambda b: b)
-    reply = check(request, timeout=10)
-    return reply[1] if len(reply) == 2 and reply[0] == 0x08 else 0
+def start_server(*extra):
+    """harness.RunningServer of the binary under test, with `extra` serve flags."""
+    return harness.RunningServer(ARGS.binary, *extra)
 
 
 class ServeTest(unittest.TestCase):
@@ -84,7 +36,7 @@ class ServeTest(unittest.TestCase):
     def setUp(self):
         from rlscore.v1 import advantage_pb2, scoring_service_pb2_grpc  # noqa: generated at build
         self.pb = advantage_pb2
-        self.server = RunningServer("--drain-timeout-secs=60")
+        self.server = start_server("--drain-timeout-secs=60")
         self.addCleanup(self.server.stop)
         self.channel = self.server.channel()
         self.stub = scoring_service_pb2_grpc.ScoringServiceStub(self.channel)
@@ -158,7 +110,7 @@ class GpuTest(unittest.TestCase):
 
     def test_auto_without_the_module_serves_from_the_cpu(self):
         from rlscore.v1 import advantage_pb2, scoring_service_pb2_grpc  # noqa: generated at build
-        server = RunningServer("--gpu=auto", "--gpu-module=" + self.MISSING, "--gpu-min-rewards=1")
+        server = start_server("--gpu=auto", "--gpu-module=" + self.MISSING, "--gpu-min-rewards=1")
         self.addCleanup(server.stop)
         self.assertIn("GPU unavailable", server.log())
         self.assertIn(self.MISSING, server.log())
@@ -175,7 +127,7 @@ class GpuTest(unittest.TestCase):
 
     def test_the_module_next_to_the_binary_is_tried_by_default(self):
         module = os.path.join(os.path.dirname(os.path.abspath(ARGS.binary)), "librlscore_gpu.so")
-        server = RunningServer()
+        server = start_server()
         self.addCleanup(server.stop)
         if not os.path.exists(module):
             self.assertIn("GPU unavailable", server.log())  # built without CUDA
@@ -201,7 +153,7 @@ class RolloutWorkerTest(unittest.TestCase):
                           "rollout_worker.py")
 
     def run_worker(self, *extra):
-        server = RunningServer()
+        server = start_server()
         self.addCleanup(server.stop)
         run = subprocess.run(["/usr/bin/python3", self.WORKER,
                               "--server", "127.0.0.1:%d" % server.port, "--stubs", ARGS.stubs,

@@ -341,15 +341,6 @@ TEST(ScoreGroups, StopsWhenTheCallerSaysSo) {
   EXPECT_EQ(response.results_size(), 0);
 }
 
-TEST(PassAtK, UnbiasedEstimator) {
-  EXPECT_DOUBLE_EQ(PassAtK(5, 2, 1), 0.4);
-  EXPECT_DOUBLE_EQ(PassAtK(5, 2, 2), 0.7);  // 1 - C(3,2)/C(5,2)
-  EXPECT_DOUBLE_EQ(PassAtK(5, 0, 3), 0.0);
-  EXPECT_DOUBLE_EQ(PassAtK(5, 5, 3), 1.0);
-  EXPECT_DOUBLE_EQ(PassAtK(10, 3, 8), 1.0);  // fewer than k wrong samples
-  EXPECT_NEAR(PassAtK(100, 1, 10), 0.1, 1e-12);
-}
-
 TEST(Score, AggregateOverItemsThatSharePrompts) {
   Engine engine;
   v1::ScoreRequest request;

@@ -1,0 +1,42 @@
+// Where `rlscore score` sends its batches: the scorers in this process, or a running rlscore
+// server over gRPC. Both answer with the ScoreResponse of the same request, so a file scored
+// either way gives the same output.
+//
+//   absl::StatusOr<std::unique_ptr<BatchScorer>> scorer = NewLocalScorer(options);
+//   v1::ScoreResponse response;
+//   absl::Status status = (*scorer)->Score(request, &response);
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "rlscore/v1/scoring.pb.h"
+#include "service/config.h"
+
+namespace rlscore::cli {
+
+// Thread-compatible: one Score() at a time.
+class BatchScorer {
+ public:
+  virtual ~BatchScorer() = default;
+  // Errors are those of the Score RPC: INVALID_ARGUMENT or RESOURCE_EXHAUSTED naming the item
+  // ("items[3]: ..."), NOT_FOUND for an unknown profile, UNAVAILABLE when a server cannot be
+  // reached.
+  virtual absl::Status Score(const v1::ScoreRequest& request, v1::ScoreResponse* response) = 0;
+  // "in-process (2 threads)" or "server 127.0.0.1:50051", for the summary.
+  virtual std::string Describe() const = 0;
+};
+
+// Scores with `options`' profiles and limits on `options.scoring_threads` threads (0: one per
+// core), as a server started with the same options would.
+absl::StatusOr<std::unique_ptr<BatchScorer>> NewLocalScorer(const service::ServerOptions& options);
+
+// Calls the Score RPC of the server at `address` (host:port or unix:/path), each call with
+// `timeout`. UNAVAILABLE when no connection is made within min(timeout, 10 s).
+absl::StatusOr<std::unique_ptr<BatchScorer>> NewRemoteScorer(const std::string& address,
+                                                             absl::Duration timeout);
+
+}  // namespace rlscore::cli

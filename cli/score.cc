@@ -1,0 +1,450 @@
+#include "cli/score.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "cli/batch_scorer.h"
+#include "cli/flags.h"
+#include "cli/report.h"
+#include "cli/rollouts.h"
+#include "common/strings.h"
+#include "service/config.h"
+#include "service/score_aggregate.h"
+
+namespace rlscore::cli {
+namespace {
+
+struct ScoreFlags {
+  std::string output = "-";
+  std::string server;
+  std::string profile;
+  std::vector<uint32_t> pass_at_k;
+  uint32_t batch_size = 256;
+  bool fail_on_error = false;
+  std::string report;
+  std::string progress = "auto";
+  uint64_t timeout_secs = 300;
+  FieldNames fields;
+  service::ServerOptions options = service::DefaultServerOptions();
+  bool help = false;
+};
+
+absl::Status ParseKs(std::string_view text, std::vector<uint32_t>* ks) {
+  ks->clear();
+  for (absl::string_view part : absl::StrSplit(Sv(text), ',', absl::SkipWhitespace())) {
+    uint32_t k = 0;
+    if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(part), &k) || k == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"", part, "\" is not a k of at least 1 (e.g. 1,4,16)"));
+    }
+    ks->push_back(k);
+  }
+  return absl::OkStatus();
+}
+
+FlagSet MakeScoreFlags(ScoreFlags* f) {
+  FlagSet flags("rlscore score [INPUT.jsonl|-]");
+  auto str = [](std::string* out) {
+    return [out](std::string_view v) {
+      *out = std::string(v);
+      return absl::OkStatus();
+    };
+  };
+  flags.Add(
+      {"output", "FILE", "where the JSONL results go; - is stdout (default -)", str(&f->output)});
+  flags.Add({"server", "ADDR",
+             "score on the rlscore server at ADDR (host:port or unix:/path) instead of in this "
+             "process",
+             str(&f->server)});
+  flags.Add({"config", "FILE",
+             "server configuration (profiles, limits) for in-process scoring, as for rlscore serve",
+             [](std::string_view) { return absl::OkStatus(); }});  // applied first, by the command
+  flags.Add({"profile", "NAME", "the reward profile (default: default)", str(&f->profile)});
+  flags.Add({"pass-at-k", "K,K,...", "the k of pass@k in the summary (default 1)",
+             [f](std::string_view v) { return ParseKs(v, &f->pass_at_k); }});
+  flags.Add({"field", "FIELD=KEY",
+             "read FIELD from the input key KEY, e.g. completion=response (repeatable)",
+             [f](std::string_view v) { return RenameField(v, &f->fields); }});
+  flags.Add({"on-error", "MODE",
+             "a line that cannot be read or is refused: skip (report it and go on) or fail "
+             "(stop) (default skip)",
+             [f](std::string_view v) {
+               if (v != "skip" && v != "fail") {
+                 return absl::InvalidArgumentError(
+                     absl::StrCat("expected skip or fail, got \"", Sv(v), "\""));
+               }
+               f->fail_on_error = v == "fail";
+               return absl::OkStatus();
+             }});
+  flags.Add({"report", "FILE.html", "also write a self-contained HTML report", str(&f->report)});
+  flags.Add({"progress", "WHEN",
+             "a progress line on stderr: auto (when stderr is a terminal), always or never",
+             [f](std::string_view v) {
+               if (v != "auto" && v != "always" && v != "never") {
+                 return absl::InvalidArgumentError(
+                     absl::StrCat("expected auto, always or never, got \"", Sv(v), "\""));
+               }
+               f->progress = std::string(v);
+               return absl::OkStatus();
+             }});
+  flags.Add({"batch-size", "N", "rollouts per request (default 256)",
+             [f](std::string_view v) { return ParseUint32(v, &f->batch_size); }});
+  flags.Add({"timeout-secs", "N", "deadline of each request to a server (default 300)",
+             [f](std::string_view v) { return ParseUint64(v, &f->timeout_secs); }});
+  flags.Add({"scoring-threads", "N", "in-process scoring threads; 0 = one per core (default 0)",
+             [f](std::string_view v) { return ParseUint32(v, &f->options.scoring_threads); }});
+  flags.Add(
+      {"help", "", "show this help", [f](std::string_view v) { return ParseBool(v, &f->help); }});
+  return flags;
+}
+
+// A one-line progress display on stderr, redrawn at most ten times a second.
+class Progress {
+ public:
+  Progress(bool enabled, uint64_t total_bytes) : enabled_(enabled), total_bytes_(total_bytes) {}
+
+  void Update(uint64_t bytes, uint64_t lines, bool force = false) {
+    if (!enabled_) return;
+    const absl::Time now = absl::Now();
+    if (!force && now - last_ < absl::Milliseconds(100)) return;
+    last_ = now;
+    const double secs = absl::ToDoubleSeconds(now - start_);
+    const double rate = secs > 0 ? static_cast<double>(lines) / secs : 0.0;
+    std::string line;
+    if (total_bytes_ > 0) {
+      const double done =
+          std::min(1.0, static_cast<double>(bytes) / static_cast<double>(total_bytes_));
+      const int filled = static_cast<int>(done * 30);
+      line = absl::StrFormat("\r[%s%s] %3.0f%%  %d lines  %.0f/s ", std::string(filled, '#'),
+                             std::string(30 - filled, '.'), done * 100, lines, rate);
+    } else {
+      line = absl::StrFormat("\r%d lines  %.0f/s ", lines, rate);
+    }
+    std::cerr << line << std::flush;
+  }
+
+  void Finish(uint64_t bytes, uint64_t lines) {
+    if (!enabled_) return;
+    Update(bytes, lines, /*force=*/true);
+    std::cerr << "\n";
+  }
+
+ private:
+  const bool enabled_;
+  const uint64_t total_bytes_;
+  const absl::Time start_ = absl::Now();
+  absl::Time last_ = absl::InfinitePast();
+};
+
+// Reads rollouts, scores them a batch at a time and writes the results in input order.
+class ScoreRun {
+ public:
+  ScoreRun(const ScoreFlags& flags, BatchScorer* scorer, std::ostream* out)
+      : flags_(flags), scorer_(scorer), out_(out) {}
+
+  // Reads every line of `in`. False when scoring had to stop; the reason went to stderr.
+  bool Run(std::istream& in, Progress* progress) {
+    std::string line;
+    uint64_t number = 0, bytes = 0;
+    while (std::getline(in, line)) {
+      ++number;
+      bytes += line.size() + 1;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (absl::StripAsciiWhitespace(line).empty()) continue;  // blank lines are not rollouts
+      absl::StatusOr<Rollout> rollout = ParseRollout(line, flags_.fields);
+      if (!rollout.ok()) {
+        // Reported now; its error record is written in order, with the batch it falls in.
+        if (!Report(number, rollout.status().message())) {
+          Flush();  // the lines before it are still scored and written
+          return false;
+        }
+        pending_.push_back({number, "", std::string(rollout.status().message())});
+      } else {
+        pending_.push_back({number, std::move(rollout->id_json), ""});
+        *request_.add_items() = std::move(rollout->item);
+        if (request_.items_size() >= static_cast<int>(flags_.batch_size) && !Flush()) {
+          return false;
+        }
+      }
+      progress->Update(bytes, number);
+    }
+    const bool ok = Flush();
+    progress->Finish(bytes, number);
+    return ok;
+  }
+
+  const service::ScoreAggregator& aggregator() const { return aggregator_; }
+  uint64_t skipped() const { return skipped_; }
+  const std::string& profile_hash() const { return profile_hash_; }
+  std::vector<double>& rewards() { return rewards_; }
+  std::vector<uint32_t>& lengths() { return lengths_; }
+
+ private:
+  // An input line waiting for its batch: a rollout (the next item of request_) or a line that
+  // could not be read (`error`).
+  struct Pending {
+    uint64_t line;
+    std::string id_json;
+    std::string error;
+  };
+
+  // Reports a line that will not be scored on stderr. False when the flags say to stop.
+  bool Report(uint64_t line, absl::string_view message) {
+    std::cerr << "rlscore score: line " << line << ": " << message
+              << (flags_.fail_on_error ? "" : " (skipped)") << "\n";
+    if (flags_.fail_on_error) return false;
+    ++skipped_;
+    return true;
+  }
+
+  void EmitError(uint64_t line, std::string_view message) {
+    *out_ << FormatError(line, message) << "\n";
+  }
+
+  void Emit(uint64_t line, const std::string& id_json, const v1::ScoreItem& item,
+            const v1::CompletionResult& result, double reward) {
+    *out_ << FormatResult(line, id_json, item, result, reward) << "\n";
+    aggregator_.Add(item.prompt_id(), result);
+    rewards_.push_back(reward);
+    lengths_.push_back(result.num_tokens());
+  }
+
+  // Scores the pending batch and writes it in input order. A batch refused for one item's sake
+  // (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) is scored item by item so only that item is skipped;
+  // any other error stops the run.
+  bool Flush() {
+    if (pending_.empty()) return true;
+    bool ok = true;
+    if (request_.items_size() > 0) {
+      request_.set_profile(flags_.profile);
+      v1::ScoreResponse response;
+      const absl::Status status = scorer_->Score(request_, &response);
+      if (status.ok()) {
+        EmitBatch(response);
+      } else if (IsItemError(status)) {
+        ok = EmitOneByOne();
+      } else {
+        std::cerr << "rlscore score: lines " << pending_.front().line << "-" << pending_.back().line
+                  << ": " << status.message() << "\n";
+        ok = false;
+      }
+    } else {
+      for (const Pending& p : pending_) EmitError(p.line, p.error);
+    }
+    pending_.clear();
+    request_.clear_items();
+    return ok;
+  }
+
+  static bool IsItemError(const absl::Status& status) {
+    return status.code() == absl::StatusCode::kInvalidArgument ||
+           status.code() == absl::StatusCode::kResourceExhausted;
+  }
+
+  void EmitBatch(const v1::ScoreResponse& response) {
+    profile_hash_ = response.profile_hash();
+    int item = 0;
+    for (const Pending& p : pending_) {
+      if (!p.error.empty()) {
+        EmitError(p.line, p.error);
+        continue;
+      }
+      Emit(p.line, p.id_json, request_.items(item), response.results(item), response.rewards(item));
+      ++item;
+    }
+  }
+
+  // Scores the batch's items one at a time and writes what each gets. False when the flags say
+  // to stop at a refused item, or scoring cannot go on.
+  bool EmitOneByOne() {
+    int item = 0;
+    for (const Pending& p : pending_) {
+      if (!p.error.empty()) {
+        EmitError(p.line, p.error);
+        continue;
+      }
+      v1::ScoreRequest one;
+      one.set_profile(flags_.profile);
+      *one.add_items() = request_.items(item++);
+      v1::ScoreResponse response;
+      const absl::Status status = scorer_->Score(one, &response);
+      if (status.ok()) {
+        profile_hash_ = response.profile_hash();
+        Emit(p.line, p.id_json, one.items(0), response.results(0), response.rewards(0));
+      } else if (IsItemError(status)) {
+        const absl::string_view message = absl::StripPrefix(status.message(), "items[0]: ");
+        if (!Report(p.line, message)) return false;
+        EmitError(p.line, std::string_view(message.data(), message.size()));
+      } else {
+        std::cerr << "rlscore score: line " << p.line << ": " << status.message() << "\n";
+        return false;
+      }
+    }
+    return true;
+  }
+
+  const ScoreFlags& flags_;
+  BatchScorer* const scorer_;
+  std::ostream* const out_;
+  v1::ScoreRequest request_;
+  std::vector<Pending> pending_;
+  service::ScoreAggregator aggregator_;
+  uint64_t skipped_ = 0;
+  std::string profile_hash_;
+  std::vector<double> rewards_;
+  std::vector<uint32_t> lengths_;
+};
+
+std::string VerdictCounts(const v1::ScoreAggregate& agg) {
+  std::string out;
+  for (int v = 1; v < agg.verdicts_size(); ++v) {
+    absl::StrAppend(&out, out.empty() ? "" : "  ",
+                    absl::StripPrefix(v1::Verdict_Name(static_cast<v1::Verdict>(v)), "VERDICT_"),
+                    " ", agg.verdicts(v));
+  }
+  return out;
+}
+
+void PrintSummary(const v1::ScoreAggregate& agg, uint64_t skipped, double seconds,
+                  const std::string& scorer, const std::string& profile_hash) {
+  std::string s = absl::StrFormat(
+      "rlscore score: %d rollouts scored, %d lines skipped, %.2f s (%.0f rollouts/s), %s, "
+      "profile %s\n",
+      agg.items(), skipped, seconds, seconds > 0 ? static_cast<double>(agg.items()) / seconds : 0.0,
+      scorer, profile_hash.empty() ? "-" : profile_hash);
+  absl::StrAppendFormat(&s, "  %-18s %.4f\n", "accuracy", agg.accuracy());
+  for (const v1::PassAtK& p : agg.pass_at_k()) {
+    absl::StrAppendFormat(&s, "  %-18s %.4f  (%d prompts)\n", absl::StrCat("pass@", p.k()),
+                          p.value(), p.prompts());
+  }
+  absl::StrAppendFormat(&s, "  %-18s %.4f\n", "format rate", agg.format_rate());
+  absl::StrAppendFormat(&s, "  %-18s %.4f\n", "repetition rate", agg.repetition_rate());
+  absl::StrAppendFormat(&s, "  %-18s %.4f\n", "truncation rate", agg.truncation_rate());
+  const v1::LengthPercentiles& len = agg.length_tokens();
+  absl::StrAppendFormat(&s, "  %-18s p50 %.0f  p90 %.0f  p99 %.0f  max %.0f\n", "length tokens",
+                        len.p50(), len.p90(), len.p99(), len.max());
+  absl::StrAppendFormat(&s, "  %-18s %s\n", "verdicts", VerdictCounts(agg));
+  std::cerr << s;
+}
+
+uint64_t FileSize(std::istream& in) {
+  const std::streampos start = in.tellg();
+  if (start < 0) return 0;
+  in.seekg(0, std::ios::end);
+  const std::streampos end = in.tellg();
+  in.seekg(start);
+  return end > start ? static_cast<uint64_t>(end - start) : 0;
+}
+
+}  // namespace
+
+int RunScoreCommand(std::span<const std::string> args) {
+  ScoreFlags f;
+  FlagSet flags = MakeScoreFlags(&f);
+  absl::StatusOr<ParsedFlags> parsed = flags.Parse(args);
+  absl::Status status = parsed.status();
+  if (status.ok()) {
+    if (std::optional<std::string> path = parsed->Get("config")) {
+      status = service::ApplyConfigFile(*path, &f.options);
+    }
+  }
+  const std::string_view config_flag[] = {"config"};
+  if (status.ok()) status = parsed->ApplyAll(config_flag);
+  if (status.ok() && parsed->positional().size() > 1) {
+    status = absl::InvalidArgumentError("give at most one input file");
+  }
+  if (status.ok() && !f.server.empty() && parsed->Has("config")) {
+    status = absl::InvalidArgumentError(
+        "--config applies to in-process scoring; with --server the server's configuration does");
+  }
+  if (status.ok() &&
+      (f.batch_size == 0 || f.batch_size > f.options.limits.max_completions_per_request)) {
+    status = absl::InvalidArgumentError(absl::StrCat("--batch-size must be between 1 and ",
+                                                     f.options.limits.max_completions_per_request));
+  }
+  if (!status.ok()) {
+    std::cerr << "rlscore score: " << status.message() << "\n";
+    return 2;
+  }
+  if (f.help) {
+    std::cout << flags.Usage();
+    return 0;
+  }
+
+  const std::string input = parsed->positional().empty() ? "-" : parsed->positional().front();
+  std::ifstream file;
+  if (input != "-") {
+    file.open(input, std::ios::binary);
+    if (!file) {
+      std::cerr << "rlscore score: cannot read " << input << "\n";
+      return 1;
+    }
+  }
+  std::istream& in = input == "-" ? std::cin : file;
+  std::ofstream out_file;
+  if (f.output != "-") {
+    out_file.open(f.output, std::ios::binary | std::ios::trunc);
+    if (!out_file) {
+      std::cerr << "rlscore score: cannot write " << f.output << "\n";
+      return 1;
+    }
+  }
+  std::ostream& out = f.output == "-" ? std::cout : out_file;
+  std::ios::sync_with_stdio(false);
+
+  absl::StatusOr<std::unique_ptr<BatchScorer>> scorer =
+      f.server.empty()
+          ? NewLocalScorer(f.options)
+          : NewRemoteScorer(f.server, absl::Seconds(static_cast<int64_t>(f.timeout_secs)));
+  if (!scorer.ok()) {
+    std::cerr << "rlscore score: " << scorer.status().message() << "\n";
+    return 1;
+  }
+
+  const absl::Time start = absl::Now();
+  const bool show_progress =
+      f.progress == "always" || (f.progress == "auto" && isatty(STDERR_FILENO) != 0);
+  Progress progress(show_progress, input == "-" ? 0 : FileSize(in));
+  ScoreRun run(f, scorer->get(), &out);
+  const bool ok = run.Run(in, &progress);
+  out.flush();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  if (!out) {
+    std::cerr << "rlscore score: writing the results failed\n";
+    return 1;
+  }
+  const v1::ScoreAggregate aggregate =
+      run.aggregator().Finish(std::span<const uint32_t>(f.pass_at_k));
+  PrintSummary(aggregate, run.skipped(), seconds, (*scorer)->Describe(), run.profile_hash());
+  if (!f.report.empty()) {
+    ReportData data{.title = input == "-" ? std::string("stdin") : input,
+                    .scorer = (*scorer)->Describe(),
+                    .profile_hash = run.profile_hash(),
+                    .aggregate = aggregate,
+                    .rewards = std::move(run.rewards()),
+                    .lengths = std::move(run.lengths()),
+                    .skipped_lines = run.skipped(),
+                    .seconds = seconds};
+    std::ofstream report(f.report, std::ios::binary | std::ios::trunc);
+    report << RenderHtmlReport(data);
+    if (!report) {
+      std::cerr << "rlscore score: cannot write the report to " << f.report << "\n";
+      return 1;
+    }
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace rlscore::cli

@@ -1,0 +1,71 @@
+// The optional HTTP JSON listener (`rlscore serve --http-address=HOST:PORT`): the remote-reward
+// endpoints of trainers that call a reward over HTTP, served by the same scorers, worker pool,
+// metrics and run telemetry as the gRPC service (civetweb underneath).
+//
+//   POST /get_reward[?profile=P&run_id=R]   OpenRLHF's remote reward (service/http_rewards.h)
+//   POST /reward[?profile=P&run_id=R]       slime's remote_rm
+//   GET  /healthz                           "ok" while serving
+//
+// A malformed body gets 400 with {"error": "..."} naming what was wrong; an unknown profile 404;
+// a body over max_message_bytes, or a batch over a limit, 413; the listener keeps serving.
+//
+//   absl::StatusOr<std::unique_ptr<HttpListener>> http = HttpListener::Start(options, context);
+//   int port = (*http)->port();
+//   (*http)->Stop();   // waits for the requests in flight
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "service/config.h"
+#include "service/scoring_engine.h"
+
+struct mg_context;
+struct mg_connection;
+
+namespace rlscore::service {
+
+// Thread-safe: requests are served on civetweb's threads; Stop() may be called from any thread.
+class HttpListener {
+ public:
+  // Listens on options.http_address (host:port; port 0 picks one). `collaborators` supplies the
+  // accuracy scorer, advantage backend, pool, metrics, telemetry and clock, which must outlive
+  // the listener; limits, profiles and health thresholds come from `options`.
+  // UNAVAILABLE naming the address when it cannot be bound.
+  static absl::StatusOr<std::unique_ptr<HttpListener>> Start(const ServerOptions& options,
+                                                             const ScoringContext& collaborators);
+  ~HttpListener();
+  HttpListener(const HttpListener&) = delete;
+  HttpListener& operator=(const HttpListener&) = delete;
+
+  int port() const { return port_; }
+
+  // Stops accepting connections and returns when the requests in flight have been answered.
+  // Idempotent.
+  void Stop();
+
+ private:
+  enum class Protocol { kOpenRlhf, kSlime };
+
+  explicit HttpListener(const ServerOptions& options) : options_(options) {}
+  static int HandleReward(mg_connection* conn, void* protocol_listener);
+  static int HandleHealth(mg_connection* conn, void* listener);
+  int Serve(mg_connection* conn, Protocol protocol);
+
+  const ServerOptions options_;
+  ScoringContext context_{};
+  mg_context* civetweb_ = nullptr;
+  int port_ = 0;
+  std::once_flag stop_once_;
+  // Handler callback data: which protocol a path speaks, and the listener.
+  struct Route {
+    HttpListener* listener;
+    Protocol protocol;
+  };
+  Route openrlhf_{this, Protocol::kOpenRlhf};
+  Route slime_{this, Protocol::kSlime};
+};
+
+}  // namespace rlscore::service

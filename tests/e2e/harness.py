@@ -1,0 +1,102 @@
+"""Shared test harness: the real `rlscore serve` binary on free ports, for Python tests.
+
+    import sys, os
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # or the path to tests/e2e
+    from harness import RunningServer, health_status
+
+    server = RunningServer("build/cli/rlscore", "--max-message-bytes=4096")
+    try:
+        channel = server.channel()          # insecure, no message size limits
+        health_status(channel)              # 1 = SERVING
+        server.metrics()                    # the Prometheus text of /metrics
+    finally:
+        server.stop()
+
+The server binds gRPC and metrics to port 0 and logs
+`serving rlscore.v1 on ADDR (port N); metrics on ADDR (port M)`; the harness reads the ports
+from that line. Needs grpcio (Debian's /usr/bin/python3 has it), nothing else.
+"""
+
+import re
+import subprocess
+import threading
+import urllib.request
+
+import grpc
+
+# The port is absent when the server listens on a unix: path.
+_READY = re.compile(r"serving rlscore\.v1 on (\S+?)(?: \(port (\d+)\))?; "
+                    r"metrics on \S+ \(port (\d+)\)")
+# Present when the server was started with --http-address.
+_HTTP = re.compile(r"; http on \S+ \(port (\d+)\)")
+
+
+class RunningServer:
+    """`rlscore serve` on free ports, with its stdout and stderr collected on a thread.
+
+    `binary` is the path of the rlscore executable; `extra` are more `serve` flags (a later
+    `--listen-address=unix:/path` replaces the default 127.0.0.1:0). The constructor returns once
+    the server logged that it serves (RuntimeError with its log if it did not within 30 seconds).
+    `port` (None on a unix: path), `metrics_port`, `http_port` (None without --http-address) and
+    `address` are then set. Call stop() when done
+    (tests: self.addCleanup(server.stop)). Not thread-safe; one owner.
+    """
+
+    def __init__(self, binary, *extra):
+        self.proc = subprocess.Popen(
+            [binary, "serve", "--listen-address=127.0.0.1:0",
+             "--metrics-address=127.0.0.1:0", *extra],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.lines = []
+        self.ready = threading.Event()
+        self.port = self.metrics_port = self.listen_address = self.http_port = None
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self.ready.wait(30):
+            self.proc.kill()
+            raise RuntimeError("server did not start: " + "".join(self.lines))
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line)
+            m = _READY.search(line)
+            if m:
+                self.listen_address = m.group(1)
+                self.port = int(m.group(2)) if m.group(2) else None
+                self.metrics_port = int(m.group(3))
+                http = _HTTP.search(line)
+                self.http_port = int(http.group(1)) if http else None
+                self.ready.set()
+
+    @property
+    def address(self):
+        """The gRPC address to dial: `127.0.0.1:PORT`, or the `unix:PATH` it listens on."""
+        return self.listen_address if self.port is None else "127.0.0.1:%d" % self.port
+
+    def channel(self):
+        return grpc.insecure_channel(
+            self.address,
+            options=[("grpc.max_receive_message_length", -1),
+                     ("grpc.max_send_message_length", -1)])
+
+    def metrics(self):
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % self.metrics_port,
+                                    timeout=10) as r:
+            return r.read().decode()
+
+    def log(self):
+        return "".join(self.lines)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(30)
+        self.proc.stdout.close()
+
+
+def health_status(channel, service=""):
+    """grpc.health.v1.Health/Check with hand-encoded messages (Debian ships no health stubs)."""
+    request = b"" if not service else b"\x0a" + bytes([len(service)]) + service.encode()
+    check = channel.unary_unary("/grpc.health.v1.Health/Check",
+                                request_serializer=lambda b: b, response_deserializer=lambda b: b)
+    reply = check(request, timeout=10)
+    return reply[1] if len(reply) == 2 and reply[0] == 0x08 else 0
