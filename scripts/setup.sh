@@ -17,6 +17,11 @@ packages=(
   # end-to-end tests: Debian's Python with gRPC, curl for /metrics
   python3-grpcio python3-protobuf curl
 )
+# `--test-tools`: what only the tests use (scripts/test.sh passes it): headless Chromium opens the
+# HTML report of `rlscore score`.
+if [ "${1:-}" = "--test-tools" ]; then
+  packages+=(chromium)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${RLSCORE_JOBS:-2}
+bash scripts/setup.sh --test-tools
 
 bash scripts/build.sh build
 ctest --test-dir build --output-on-failure --timeout 300 -j "$jobs" "$@"

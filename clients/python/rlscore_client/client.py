@@ -1,0 +1,686 @@
+"""Client: the rlscore.v1 ScoringService from Python, with deadlines, retries and request splitting.
+
+    from rlscore_client import Client, RlscoreError
+
+    client = Client("127.0.0.1:50051")        # or "unix:/run/rlscore.sock"
+    reply = client.score_groups(
+        [{"prompt_id": "p1", "reference": "42",
+          "completions": ["<think>6*7</think> \\\\boxed{42}",
+                          {"text": "<think>6*7</think> \\\\boxed{41}", "num_tokens": 850,
+                           "finished": True}]}],
+        run_id="run-1", step=12)
+    reply.rewards       # [1.1, 0.0]
+    reply.advantages    # [0.707..., -0.707...]
+
+    adv = client.compute_advantages([0.1, 0.1, 1.1, 0.1], group_sizes=[2, 2])
+    stop = client.monitor_generation(engine_text_deltas(), max_tokens=16384)   # None: no STOP
+
+Every call has a deadline (the client's `timeout`, or the call's); a call that fails raises
+RlscoreError with the gRPC code and the server's message. UNAVAILABLE (no server yet, a restart,
+a server draining on SIGTERM) is retried with exponential backoff and jitter within the deadline;
+no other code is retried. A unary request larger than `max_request_bytes` is split into chunks of
+whole groups (or items) and the responses merged, so the caller sees one response.
+
+Needs grpcio, protobuf and the generated rlscore stubs on sys.path (the build writes them to
+build/python; see clients/python/README.md). Thread-safety: a Client may be shared by any number
+of threads (gRPC channels and stubs are thread-safe; the client holds no other mutable state).
+A GenerationMonitor belongs to one thread.
+"""
+
+from __future__ import annotations
+
+import queue
+import random
+import threading
+import time
+from typing import (Any, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
+
+import grpc
+
+try:
+    from rlscore.v1 import (advantage_pb2, monitor_pb2, scoring_pb2,
+                            scoring_service_pb2_grpc)
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "rlscore_client needs the generated rlscore.v1 stubs on sys.path: build the project "
+        "(they are written to build/python) and set PYTHONPATH=build/python:clients/python") from e
+
+from . import _split
+from .errors import RlscoreError
+
+DEFAULT_TARGET = "127.0.0.1:50051"
+# The server's default --max-message-bytes. The client's default stays 4 MiB below it: the size
+# estimate of a chunk is an upper bound, and the margin leaves room for gRPC's framing.
+SERVER_DEFAULT_MAX_MESSAGE_BYTES = 512 * 2**20
+DEFAULT_MAX_REQUEST_BYTES = SERVER_DEFAULT_MAX_MESSAGE_BYTES - 4 * 2**20
+
+UNSCORABLE_VERDICTS = _split.UNSCORABLE_VERDICTS
+
+CompletionLike = Union[str, bytes, Mapping[str, Any], "scoring_pb2.Completion"]
+GroupLike = Union[Mapping[str, Any], "scoring_pb2.Group"]
+ItemLike = Union[Mapping[str, Any], "scoring_pb2.ScoreItem"]
+Delta = Union[str, Sequence[int], "monitor_pb2.MonitorGenerationRequest"]
+
+
+class Client:
+    """A connection to one rlscore server. Thread-safe: share one per process.
+
+    Args:
+      target: `host:port`, `[::1]:port` or `unix:/path`.
+      timeout: default deadline of a call in seconds (a split request shares one deadline).
+      retries: how many times an UNAVAILABLE call is sent again (so at most retries + 1 attempts).
+      backoff, max_backoff: retry k (0-based) waits d_k = min(max_backoff, backoff * 2**k), with
+        "equal jitter": d_k/2 + u * d_k/2 for u = rand() in [0, 1). A retry that would end past the
+        deadline is not made.
+      max_request_bytes: unary requests larger than this are split (see score_groups). Set it at
+        or below the server's --max-message-bytes.
+      channel_options: extra gRPC channel arguments, e.g. [("grpc.keepalive_time_ms", 10000)];
+        they override the defaults, which lift gRPC Python's 4 MiB receive limit.
+      credentials: grpc.ChannelCredentials for TLS; None for an insecure channel.
+      sleep, clock, rand: injected time.sleep, time.monotonic and random.random, for tests.
+    """
+
+    def __init__(self, target: str = DEFAULT_TARGET, *, timeout: float = 60.0, retries: int = 4,
+                 backoff: float = 0.1, max_backoff: float = 5.0,
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+                 channel_options: Optional[Sequence[Tuple[str, Any]]] = None,
+                 credentials: Optional[grpc.ChannelCredentials] = None,
+                 sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic,
+                 rand: Callable[[], float] = random.random):
+        if timeout <= 0:
+            raise ValueError("timeout must be > 0 seconds, got %r" % (timeout,))
+        if retries < 0 or backoff < 0 or max_backoff < 0:
+            raise ValueError("retries, backoff and max_backoff must be >= 0")
+        if max_request_bytes <= 0:
+            raise ValueError("max_request_bytes must be > 0, got %r" % (max_request_bytes,))
+        self.target = target
+        self.timeout = float(timeout)
+        self.retries = int(retries)
+        self.backoff = float(backoff)
+        self.max_backoff = float(max_backoff)
+        self.max_request_bytes = int(max_request_bytes)
+        self._sleep, self._clock, self._rand = sleep, clock, rand
+        options = {"grpc.max_receive_message_length": -1, "grpc.max_send_message_length": -1}
+        options.update(dict(channel_options or ()))
+        if credentials is None:
+            self._channel = grpc.insecure_channel(target, options=list(options.items()))
+        else:
+            self._channel = grpc.secure_channel(target, credentials, options=list(options.items()))
+        self._stub = scoring_service_pb2_grpc.ScoringServiceStub(self._channel)
+
+    def close(self) -> None:
+        """Closes the channel; calls in flight are cancelled."""
+        self._channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- Trainers --------------------------------------------------------------------------------
+
+    def score_groups(self, groups: Iterable[GroupLike], *, profile: str = "",
+                     advantage: Union[None, Mapping[str, Any],
+                                      advantage_pb2.AdvantageOptions] = None,
+                     run_id: str = "", step: int = 0,
+                     timeout: Optional[float] = None) -> scoring_pb2.ScoreGroupsResponse:
+        """Scores groups of completions: rewards, components, verdicts and group advantages.
+
+        `groups` are rlscore.v1.Group messages or dicts:
+          {"prompt_id": str, "references": [str, ...] (or "reference": str), "task": "math",
+           "completions": [str | {"text": str, "token_ids": [int], "num_tokens": int,
+                                  "finished": bool, "external_accuracy": float}, ...]}
+        `task` is a Task name ("math", "TASK_NUMERIC", ...) or value; text is sent as UTF-8.
+        `advantage` overrides the profile's options: {"estimator": "grpo" | "dr_grpo" | "rloo" |
+        "batch_normalized", "deviation": "sample" | "population", "zero_variance_threshold": x}.
+
+        A request over max_request_bytes is sent as consecutive chunks of whole groups, one RPC
+        each under the one deadline, and the responses are merged: per-completion and per-group
+        fields concatenated, the batch summary recomputed (reward_mean and reward_std with the
+        parallel-moments merge: equal to the unsplit call's up to rounding). Limits of splitting:
+          - With run_id, every chunk is recorded as a telemetry batch of this step, and the
+            server keeps one batch per step (a step sent again replaces the previous one, for
+            trainers that retry): GetRunHealth sees the last chunk only. Where run health
+            matters, keep a step's request under max_request_bytes (raise it together with the
+            server's --max-message-bytes).
+          - The batch-normalised estimator divides by the whole batch's deviation, so such a
+            request cannot be split: RlscoreError RESOURCE_EXHAUSTED (also when the profile's
+            default turns out to be batch-normalised, after the first chunk).
+          - A single group over the limit: RlscoreError RESOURCE_EXHAUSTED naming it.
+          - If a chunk fails, chunks before it were scored (and recorded); the error's
+            chunk_offset says where the failing chunk starts.
+        """
+        request = scoring_pb2.ScoreGroupsRequest(profile=profile, run_id=run_id, step=step)
+        request.groups.extend(_group(g, "groups[%d]" % i) for i, g in enumerate(groups))
+        if advantage is not None:
+            request.advantage.CopyFrom(_advantage_options(advantage))
+        deadline = self._deadline(timeout)
+        if request.ByteSize() <= self.max_request_bytes:
+            return self._call(self._stub.ScoreGroups, request, deadline)
+
+        self._refuse_batch_normalized(request.advantage.estimator, request.ByteSize())
+        base = scoring_pb2.ScoreGroupsRequest()
+        base.CopyFrom(request)
+        base.ClearField("groups")
+        plan = _split.plan_chunks(
+            [(_split.message_field_cost(g.ByteSize()),) for g in request.groups],
+            (self.max_request_bytes - base.ByteSize(),), "groups")
+        responses = []
+        for start, end in plan:
+            chunk = scoring_pb2.ScoreGroupsRequest()
+            chunk.CopyFrom(base)
+            chunk.groups.extend(request.groups[start:end])
+            response = self._call(self._stub.ScoreGroups, chunk, deadline, chunk_offset=start)
+            if (request.advantage.estimator == advantage_pb2.ESTIMATOR_UNSPECIFIED and
+                    _split.looks_batch_normalized(
+                        response.rewards, [len(g.completions) for g in chunk.groups], response)):
+                self._refuse_batch_normalized(advantage_pb2.ESTIMATOR_BATCH_NORMALIZED,
+                                              request.ByteSize(), "the profile's default ")
+            responses.append(response)
+        return _split.merge_score_groups(
+            responses, _split.deviation_of(request.advantage.deviation, responses))
+
+    def compute_advantages(self, rewards: Iterable[float], group_sizes: Iterable[int], *,
+                           outcomes: Optional[Iterable[Union[int, str]]] = None,
+                           estimator: Union[None, int, str] = None,
+                           deviation: Union[None, int, str] = None,
+                           zero_variance_threshold: Optional[float] = None,
+                           run_id: str = "", step: int = 0,
+                           timeout: Optional[float] = None
+                           ) -> advantage_pb2.ComputeAdvantagesResponse:
+        """Group advantages of rewards scored elsewhere (SPEC §4).
+
+        `rewards` (every group's, back to back) and `group_sizes` may be lists, array.array or
+        numpy arrays. `outcomes` is empty or one per reward: Outcome values or names ("correct",
+        "wrong", "truncated", "unscorable"). `estimator` and `deviation` as in score_groups; None
+        keeps the server's default. NaN or +-Inf in a scorable reward: RlscoreError
+        INVALID_ARGUMENT naming the group and position. `run_id` and `step` are sent as the API
+        defines them (the server records run telemetry from ScoreGroups only, so far).
+
+        Split like score_groups when the request, or its response (8 bytes per reward plus about
+        23 per group), would be over max_request_bytes; never for the batch-normalised estimator.
+        """
+        request = advantage_pb2.ComputeAdvantagesRequest(run_id=run_id, step=step)
+        request.rewards.extend(_floats(rewards))
+        request.group_sizes.extend(_ints(group_sizes))
+        if outcomes is not None:
+            request.outcomes.extend(_enum(advantage_pb2.Outcome, "OUTCOME_", o, "outcomes[%d]" % i)
+                                    for i, o in enumerate(outcomes))
+        if estimator is not None:
+            request.options.estimator = _enum(advantage_pb2.Estimator, "ESTIMATOR_", estimator,
+                                              "estimator")
+        if deviation is not None:
+            request.options.deviation = _enum(advantage_pb2.Deviation, "DEVIATION_", deviation,
+                                              "deviation")
+        if zero_variance_threshold is not None:
+            request.options.zero_variance_threshold = zero_variance_threshold
+        deadline = self._deadline(timeout)
+        num_groups = len(request.group_sizes)
+        response_bound = (8 * len(request.rewards) + 23 * num_groups +
+                          _split.ADVANTAGES_RESPONSE_OVERHEAD)
+        if (request.ByteSize() <= self.max_request_bytes and
+                response_bound <= self.max_request_bytes):
+            return self._call(self._stub.ComputeAdvantages, request, deadline)
+
+        self._refuse_batch_normalized(request.options.estimator,
+                                      max(request.ByteSize(), response_bound))
+        sizes = list(request.group_sizes)
+        _check_shape(sizes, len(request.rewards), len(request.outcomes))
+        base = advantage_pb2.ComputeAdvantagesRequest()
+        base.CopyFrom(request)
+        for field in ("rewards", "group_sizes", "outcomes"):
+            base.ClearField(field)
+        per_outcome = 1 if request.outcomes else 0  # Outcome values are single-byte varints
+        plan = _split.plan_chunks(
+            [(8 * n + _split.varint_len(n) + per_outcome * n, 8 * n + 23) for n in sizes],
+            (self.max_request_bytes - base.ByteSize() - 3 * _split.FIELD_OVERHEAD,
+             self.max_request_bytes - _split.ADVANTAGES_RESPONSE_OVERHEAD), "groups")
+        offsets = [0]
+        for n in sizes:
+            offsets.append(offsets[-1] + n)
+        responses = []
+        for start, end in plan:
+            chunk = advantage_pb2.ComputeAdvantagesRequest()
+            chunk.CopyFrom(base)
+            first, last = offsets[start], offsets[end]
+            chunk.rewards.extend(request.rewards[first:last])
+            chunk.group_sizes.extend(sizes[start:end])
+            if request.outcomes:
+                chunk.outcomes.extend(request.outcomes[first:last])
+            response = self._call(self._stub.ComputeAdvantages, chunk, deadline,
+                                  chunk_offset=start)
+            if (request.options.estimator == advantage_pb2.ESTIMATOR_UNSPECIFIED and
+                    _split.looks_batch_normalized(chunk.rewards, sizes[start:end], response)):
+                self._refuse_batch_normalized(advantage_pb2.ESTIMATOR_BATCH_NORMALIZED,
+                                              request.ByteSize(), "the server's default ")
+            responses.append(response)
+        return _split.merge_compute_advantages(
+            responses, _split.deviation_of(request.options.deviation, responses))
+
+    def run_health(self, run_id: str = "", *,
+                   timeout: Optional[float] = None) -> monitor_pb2.GetRunHealthResponse:
+        """GetRunHealth: OK / WARN / CRITICAL per run from the ScoreGroups calls that carried a
+        run_id; "" lists every tracked run. An unknown run: RlscoreError NOT_FOUND."""
+        return self._call(self._stub.GetRunHealth, monitor_pb2.GetRunHealthRequest(run_id=run_id),
+                          self._deadline(timeout))
+
+    # --- Evaluation pipelines --------------------------------------------------------------------
+
+    def score(self, items: Iterable[ItemLike], *, profile: str = "",
+              pass_at_k: Sequence[int] = (1,),
+              timeout: Optional[float] = None) -> scoring_pb2.ScoreResponse:
+        """Scores completions one by one, with an aggregate (accuracy, rates, length percentiles,
+        verdict counts, pass@k over items that share a prompt id).
+
+        `items` are rlscore.v1.ScoreItem messages or dicts:
+          {"prompt_id": str, "completion": str | {...as in score_groups}, "references": [str]
+           (or "reference": str), "task": "math"}
+        Split by items like score_groups; the aggregate of a split request is recomputed from
+        every item's result exactly as the server computes it.
+        """
+        request = scoring_pb2.ScoreRequest(profile=profile)
+        request.items.extend(_score_item(item, "items[%d]" % i) for i, item in enumerate(items))
+        request.pass_at_k.extend(_ints(pass_at_k))
+        deadline = self._deadline(timeout)
+        if request.ByteSize() <= self.max_request_bytes:
+            return self._call(self._stub.Score, request, deadline)
+
+        base = scoring_pb2.ScoreRequest()
+        base.CopyFrom(request)
+        base.ClearField("items")
+        plan = _split.plan_chunks(
+            [(_split.message_field_cost(item.ByteSize()),) for item in request.items],
+            (self.max_request_bytes - base.ByteSize(),), "items")
+        responses = []
+        for start, end in plan:
+            chunk = scoring_pb2.ScoreRequest()
+            chunk.CopyFrom(base)
+            chunk.items.extend(request.items[start:end])
+            responses.append(self._call(self._stub.Score, chunk, deadline, chunk_offset=start))
+        return _split.merge_score(responses, [item.prompt_id for item in request.items],
+                                  list(request.pass_at_k))
+
+    # --- Inference engines -----------------------------------------------------------------------
+
+    def monitor_generation(self, deltas: Iterable[Delta], *, profile: str = "",
+                           max_tokens: int = 0, think_prefilled: bool = False, run_id: str = "",
+                           prompt_id: str = "", timeout: Optional[float] = None
+                           ) -> Optional[monitor_pb2.MonitorGenerationResponse]:
+        """Streams one generation into MonitorGeneration; returns the STOP, or None if the
+        generation ended (the iterator was exhausted) without one.
+
+        `deltas` yields what the engine produced since the previous delta: `str` (text) or a
+        sequence of token ids, not both kinds in one stream. gRPC pulls the iterator on its own
+        thread while this call waits for the answer, and returns as soon as the STOP arrives:
+        the iterator is then not advanced again (a next() already in progress completes on that
+        thread and its delta is dropped). Abort the engine's request on return. An exception from
+        the iterator ends the stream and is raised here. `max_tokens` 0 means the profile's
+        maximum length. Not retried (an iterator cannot be replayed); the deadline covers the
+        whole generation.
+        """
+        stopped = threading.Event()
+        failure: List[BaseException] = []
+
+        def requests() -> Iterator[monitor_pb2.MonitorGenerationRequest]:
+            yield _start(profile, max_tokens, think_prefilled, run_id, prompt_id)
+            try:
+                for delta in deltas:
+                    if stopped.is_set():
+                        return
+                    yield _delta(delta)
+            except Exception as e:  # noqa: BLE001 - handed back to the caller below
+                failure.append(e)  # half-closes the stream: the server ends it cleanly
+
+        call = self._stub.MonitorGeneration(requests(), timeout=self._timeout(timeout))
+        try:
+            for answer in call:  # at most one: the STOP, after which the server ends the stream
+                stopped.set()
+                try:
+                    for _ in call:  # the end follows at once; waiting for it keeps the status OK
+                        pass
+                except grpc.RpcError:
+                    pass  # the STOP is the answer, however the stream ended after it
+                return answer
+        except grpc.RpcError as e:
+            if failure:
+                raise failure[0] from e
+            raise RlscoreError.from_rpc(e) from None
+        finally:
+            stopped.set()
+        if failure:
+            raise failure[0]
+        return None
+
+    def generation_monitor(self, *, profile: str = "", max_tokens: int = 0,
+                           think_prefilled: bool = False, run_id: str = "", prompt_id: str = "",
+                           timeout: Optional[float] = None) -> "GenerationMonitor":
+        """A MonitorGeneration stream that the caller pushes deltas into as the engine produces
+        them (for engines that call back rather than yield):
+
+            with client.generation_monitor(max_tokens=16384) as monitor:
+                for delta in engine_output:
+                    if monitor.push(delta) is not None:   # the STOP has arrived
+                        engine.abort(request_id)
+                        break
+            monitor.stop     # the STOP, or None: the generation ended cleanly
+        """
+        return GenerationMonitor(self._stub, _start(profile, max_tokens, think_prefilled, run_id,
+                                                    prompt_id),
+                                 self._timeout(timeout))
+
+    # --- Calls -----------------------------------------------------------------------------------
+
+    def _timeout(self, timeout: Optional[float]) -> float:
+        return self.timeout if timeout is None else float(timeout)
+
+    def _deadline(self, timeout: Optional[float]) -> float:
+        return self._clock() + self._timeout(timeout)
+
+    def backoff_delay(self, retry: int) -> float:
+        """Seconds before retry `retry` (0-based): equal jitter over the capped exponential."""
+        cap = min(self.max_backoff, self.backoff * 2.0**retry)
+        return cap / 2 + self._rand() * cap / 2
+
+    def _call(self, method, request, deadline: float, *, chunk_offset: Optional[int] = None):
+        """One unary call with retries on UNAVAILABLE, all within `deadline` (a clock() time)."""
+        attempt = 0
+        while True:
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                raise RlscoreError(grpc.StatusCode.DEADLINE_EXCEEDED,
+                                   "the deadline passed before attempt %d" % (attempt + 1),
+                                   attempts=attempt, chunk_offset=chunk_offset)
+            try:
+                return method(request, timeout=remaining)
+            except grpc.RpcError as e:
+                attempt += 1
+                code = e.code() if hasattr(e, "code") else grpc.StatusCode.UNKNOWN
+                details = e.details() if hasattr(e, "details") else str(e)
+                if code != grpc.StatusCode.UNAVAILABLE or attempt > self.retries:
+                    raise RlscoreError(code, details or "", attempts=attempt,
+                                       chunk_offset=chunk_offset) from None
+                delay = self.backoff_delay(attempt - 1)
+                if self._clock() + delay >= deadline:
+                    raise RlscoreError(
+                        code, "%s; not retried: the deadline would pass during the %.3gs backoff"
+                        % (details, delay), attempts=attempt, chunk_offset=chunk_offset) from None
+                self._sleep(delay)
+
+    def _refuse_batch_normalized(self, estimator: int, size: int, whose: str = "") -> None:
+        if estimator == advantage_pb2.ESTIMATOR_BATCH_NORMALIZED:
+            raise RlscoreError(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                "the request needs %d bytes, over max_request_bytes = %d, and %sestimator is "
+                "batch-normalised: it divides by the deviation of the whole batch, so the request "
+                "cannot be split; send fewer groups per call, raise max_request_bytes (and the "
+                "server's --max-message-bytes) or choose another estimator"
+                % (size, self.max_request_bytes, whose or "the "))
+
+
+class GenerationMonitor:
+    """One MonitorGeneration stream fed by push(); see Client.generation_monitor.
+
+    The STOP is read on a thread of its own, so push() never waits for the server: it returns the
+    STOP once it has arrived (and from then on sends nothing more), else None. Not thread-safe:
+    one producer pushes.
+    """
+
+    def __init__(self, stub, start: monitor_pb2.MonitorGenerationRequest, timeout: float):
+        self._outbox: "queue.Queue[Optional[monitor_pb2.MonitorGenerationRequest]]" = queue.Queue()
+        self._stop: Optional[monitor_pb2.MonitorGenerationResponse] = None
+        self._error: Optional[RlscoreError] = None
+        self._closed = False
+        self._cancelled = False
+        self._ended = threading.Event()
+        self._call = stub.MonitorGeneration(self._requests(start), timeout=timeout)
+        self._reader = threading.Thread(target=self._read, name="rlscore-monitor", daemon=True)
+        self._reader.start()
+
+    def _requests(self, start):
+        yield start
+        while True:
+            item = self._outbox.get()
+            if item is None:
+                return
+            yield item
+
+    def _read(self) -> None:
+        try:
+            for answer in self._call:
+                self._stop = answer
+        except grpc.RpcError as e:
+            if not self._cancelled:
+                self._error = RlscoreError.from_rpc(e)
+        finally:
+            self._ended.set()
+            self._outbox.put(None)  # frees gRPC's sending thread if it waits for more
+
+    @property
+    def stop(self) -> Optional[monitor_pb2.MonitorGenerationResponse]:
+        """The STOP if it has arrived, else None. Never blocks."""
+        return self._stop
+
+    def push(self, delta: Delta) -> Optional[monitor_pb2.MonitorGenerationResponse]:
+        """Sends a text or token-id delta unless the STOP has arrived; returns the STOP or None.
+        Raises the stream's RlscoreError if the server ended it with an error, ValueError after
+        close()."""
+        if self._stop is not None:
+            return self._stop
+        if self._error is not None:
+            raise self._error
+        if self._closed:
+            raise ValueError("push() after close(): the generation is over")
+        self._outbox.put(_delta(delta))
+        return self._stop
+
+    def wait(self, timeout: Optional[float] = None
+             ) -> Optional[monitor_pb2.MonitorGenerationResponse]:
+        """Blocks until the stream has ended (a STOP, or the end after close()) or `timeout`
+        seconds passed; returns the STOP or None. Raises the stream's RlscoreError."""
+        self._ended.wait(timeout)
+        if self._error is not None:
+            raise self._error
+        return self._stop
+
+    def close(self, timeout: Optional[float] = None
+              ) -> Optional[monitor_pb2.MonitorGenerationResponse]:
+        """Ends the generation (half-close), waits for the server's answer and returns the STOP,
+        or None when nothing fired. Raises the stream's RlscoreError."""
+        if not self._closed:
+            self._closed = True
+            self._outbox.put(None)
+        return self.wait(timeout)
+
+    def cancel(self) -> None:
+        """Abandons the stream (no error is raised for it)."""
+        self._closed = self._cancelled = True
+        self._call.cancel()
+
+    def __enter__(self) -> "GenerationMonitor":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.cancel()
+
+
+# --- Building requests ---------------------------------------------------------------------------
+
+_COMPLETION_KEYS = frozenset({"text", "token_ids", "num_tokens", "finished", "external_accuracy"})
+_GROUP_KEYS = frozenset({"prompt_id", "references", "reference", "task", "completions"})
+_ITEM_KEYS = frozenset({"prompt_id", "completion", "references", "reference", "task"})
+_ADVANTAGE_KEYS = frozenset({"estimator", "deviation", "zero_variance_threshold"})
+
+
+def _enum(enum_type, prefix: str, value: Union[int, str], where: str) -> int:
+    """An enum value from its number or its name, with or without the prefix, any case."""
+    if isinstance(value, bool):
+        raise TypeError("%s: expected an enum name or value, got %r" % (where, value))
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        name = value.upper()
+        if not name.startswith(prefix):
+            name = prefix + name
+        try:
+            return enum_type.Value(name)
+        except ValueError:
+            known = ", ".join(n[len(prefix):].lower() for n in enum_type.keys())
+            raise ValueError("%s: unknown value %r (one of %s)" % (where, value, known)) from None
+    try:
+        return int(value)  # numpy integers
+    except (TypeError, ValueError):
+        raise TypeError("%s: expected an enum name or value, got %r" % (where, value)) from None
+
+
+def _check_keys(d: Mapping[str, Any], allowed: frozenset, where: str) -> None:
+    unknown = set(d) - allowed
+    if unknown:
+        raise ValueError("%s: unknown key(s) %s (allowed: %s)" % (
+            where, ", ".join(sorted(map(str, unknown))), ", ".join(sorted(allowed))))
+
+
+def _utf8(text: Union[str, bytes], where: str) -> bytes:
+    if isinstance(text, bytes):
+        return text
+    if isinstance(text, str):
+        return text.encode("utf-8", "surrogatepass")
+    raise TypeError("%s.text: expected str or bytes, got %s" % (where, type(text).__name__))
+
+
+def _completion(c: CompletionLike, where: str) -> scoring_pb2.Completion:
+    if isinstance(c, scoring_pb2.Completion):
+        return c
+    if isinstance(c, (str, bytes)):
+        return scoring_pb2.Completion(text=_utf8(c, where))
+    if not isinstance(c, Mapping):
+        raise TypeError("%s: expected str, dict or rlscore.v1.Completion, got %s" % (
+            where, type(c).__name__))
+    _check_keys(c, _COMPLETION_KEYS, where)
+    out = scoring_pb2.Completion(text=_utf8(c.get("text", ""), where))
+    if c.get("token_ids") is not None:
+        out.token_ids.extend(_ints(c["token_ids"]))
+    if c.get("num_tokens") is not None:
+        out.num_tokens = int(c["num_tokens"])
+    if c.get("finished") is not None:
+        out.finished = bool(c["finished"])
+    if c.get("external_accuracy") is not None:
+        out.external_accuracy = float(c["external_accuracy"])
+    return out
+
+
+def as_references(value: Any) -> List[str]:
+    """A reference answer as the list of equivalent forms the API takes: a string becomes a list
+    of one, a list, tuple or numpy array a list of strings, None none, anything else its str()."""
+    if hasattr(value, "tolist"):  # numpy arrays and scalars
+        value = value.tolist()
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return [str(value)]
+
+
+def _references(d: Mapping[str, Any], where: str) -> List[str]:
+    if "references" in d and "reference" in d:
+        raise ValueError("%s: give references or reference, not both" % where)
+    return as_references(d.get("references", d.get("reference")))
+
+
+def _group(g: GroupLike, where: str) -> scoring_pb2.Group:
+    if isinstance(g, scoring_pb2.Group):
+        return g
+    if not isinstance(g, Mapping):
+        raise TypeError("%s: expected a dict or rlscore.v1.Group, got %s" % (
+            where, type(g).__name__))
+    _check_keys(g, _GROUP_KEYS, where)
+    out = scoring_pb2.Group(prompt_id=g.get("prompt_id", ""), references=_references(g, where))
+    if g.get("task") is not None:
+        out.task = _enum(scoring_pb2.Task, "TASK_", g["task"], where + ".task")
+    out.completions.extend(_completion(c, "%s.completions[%d]" % (where, i))
+                           for i, c in enumerate(g.get("completions", ())))
+    return out
+
+
+def _score_item(item: ItemLike, where: str) -> scoring_pb2.ScoreItem:
+    if isinstance(item, scoring_pb2.ScoreItem):
+        return item
+    if not isinstance(item, Mapping):
+        raise TypeError("%s: expected a dict or rlscore.v1.ScoreItem, got %s" % (
+            where, type(item).__name__))
+    _check_keys(item, _ITEM_KEYS, where)
+    out = scoring_pb2.ScoreItem(prompt_id=item.get("prompt_id", ""),
+                                references=_references(item, where))
+    out.completion.CopyFrom(_completion(item.get("completion", ""), where + ".completion"))
+    if item.get("task") is not None:
+        out.task = _enum(scoring_pb2.Task, "TASK_", item["task"], where + ".task")
+    return out
+
+
+def _advantage_options(value) -> advantage_pb2.AdvantageOptions:
+    if isinstance(value, advantage_pb2.AdvantageOptions):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError("advantage: expected a dict or rlscore.v1.AdvantageOptions, got %s"
+                        % type(value).__name__)
+    _check_keys(value, _ADVANTAGE_KEYS, "advantage")
+    out = advantage_pb2.AdvantageOptions()
+    if value.get("estimator") is not None:
+        out.estimator = _enum(advantage_pb2.Estimator, "ESTIMATOR_", value["estimator"],
+                              "advantage.estimator")
+    if value.get("deviation") is not None:
+        out.deviation = _enum(advantage_pb2.Deviation, "DEVIATION_", value["deviation"],
+                              "advantage.deviation")
+    if value.get("zero_variance_threshold") is not None:
+        out.zero_variance_threshold = float(value["zero_variance_threshold"])
+    return out
+
+
+def _floats(values: Iterable[float]) -> Iterable[float]:
+    tolist = getattr(values, "tolist", None)  # array.array and numpy: one conversion in C
+    return tolist() if callable(tolist) else values
+
+
+def _ints(values: Iterable[int]) -> Iterable[int]:
+    tolist = getattr(values, "tolist", None)
+    return tolist() if callable(tolist) else values
+
+
+def _check_shape(sizes: Sequence[int], num_rewards: int, num_outcomes: int) -> None:
+    """The server's shape checks, made before a request is split (they decide the chunks)."""
+    for g, n in enumerate(sizes):
+        if n == 0:
+            raise RlscoreError(grpc.StatusCode.INVALID_ARGUMENT,
+                               "group_sizes[%d] is 0: every group needs at least one reward" % g)
+    if sum(sizes) != num_rewards:
+        raise RlscoreError(grpc.StatusCode.INVALID_ARGUMENT, "group_sizes sum to %d but there are "
+                           "%d rewards" % (sum(sizes), num_rewards))
+    if num_outcomes not in (0, num_rewards):
+        raise RlscoreError(grpc.StatusCode.INVALID_ARGUMENT, "outcomes has %d entries; expected "
+                           "none or one per reward (%d)" % (num_outcomes, num_rewards))
+
+
+def _start(profile: str, max_tokens: int, think_prefilled: bool, run_id: str,
+           prompt_id: str) -> monitor_pb2.MonitorGenerationRequest:
+    return monitor_pb2.MonitorGenerationRequest(start=monitor_pb2.GenerationStart(
+        profile=profile, max_tokens=max_tokens, think_prefilled=think_prefilled, run_id=run_id,
+        prompt_id=prompt_id))
+
+
+def _delta(delta: Delta) -> monitor_pb2.MonitorGenerationRequest:
+    if isinstance(delta, monitor_pb2.MonitorGenerationRequest):
+        return delta
+    if isinstance(delta, str):
+        return monitor_pb2.MonitorGenerationRequest(text=monitor_pb2.TextDelta(text=delta))
+    if isinstance(delta, (bytes, bytearray)):
+        raise TypeError("a delta is str (text) or a sequence of token ids, not bytes: decode it")
+    request = monitor_pb2.MonitorGenerationRequest()
+    request.tokens.token_ids.extend(_ints(delta))
+    return request

@@ -1,0 +1,149 @@
+#!/usr/bin/python3
+"""End-to-end: the HTTP JSON listener of `rlscore serve --http-address`, with real HTTP requests.
+
+OpenRLHF's remote reward (POST /get_reward) and slime's (POST /reward) as those trainers send
+them; malformed JSON, wrong methods, unknown profiles and oversized bodies get a 4xx with a
+message and the server keeps serving. Run by ctest; standalone:
+
+  /usr/bin/python3 tests/e2e/http_test.py --binary build/cli/rlscore -v
+"""
+
+import argparse
+import json
+import os
+import sys
+import threading
+import unittest
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import RunningServer  # noqa: E402
+
+ARGS = None
+PROMPT = "<|im_start|>user\nWhat is 6 * 7?<|im_end|>\n<|im_start|>assistant\n"
+
+
+def post(port, path, body, content_type="application/json"):
+    """(status, parsed JSON reply) of a POST; `body` is bytes, str or a JSON-able value."""
+    if not isinstance(body, (bytes, str)):
+        body = json.dumps(body)
+    if isinstance(body, str):
+        body = body.encode()
+    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), data=body,
+                                     headers={"Content-Type": content_type}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as e:
+        text = e.read()
+        return e.code, json.loads(text) if text else None
+
+
+class HttpListenerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = RunningServer(ARGS.binary, "--http-address=127.0.0.1:0",
+                                   "--max-message-bytes=65536")
+        cls.port = cls.server.http_port
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def openrlhf_batch(self):
+        responses = ["<think>6 * 7 = 42</think> The answer is \\boxed{42}<|im_end|>",
+                     "<think>6 * 7 = 48?</think> \\boxed{48}<|im_end|>",
+                     "<think>" + "Let me check again. " * 40 + "</think> 42<|im_end|>",
+                     "<think>six sevens"]  # cut off at max tokens
+        return {"query": [PROMPT + r for r in responses], "prompts": [PROMPT] * 4,
+                "labels": ["42"] * 4}
+
+    def test_openrlhf_get_reward(self):
+        status, reply = post(self.port, "/get_reward", self.openrlhf_batch())
+        self.assertEqual(status, 200, reply)
+        self.assertEqual(reply["rewards"][:2], [1.1, 0.0])
+        self.assertEqual(reply["scores"], [1.0, 0.0, 1.0, 0.0])
+        logs = reply["extra_logs"]
+        self.assertEqual(logs["rlscore_repetition"], [0.0, 0.0, -0.5, 0.0])  # the loop
+        self.assertEqual(reply["rewards"][2], 1.0 + 0.1 - 0.5)
+        for name, values in logs.items():
+            self.assertEqual(len(values), 4, name)
+
+    def test_slime_reward(self):
+        status, reply = post(self.port, "/reward", {
+            "prompt": [{"role": "user", "content": "What is 6 * 7?"}],
+            "response": "<think>6 * 7 = 42</think> 42<|im_end|>", "label": 42})
+        self.assertEqual(status, 200, reply)
+        self.assertEqual(reply, 1.1)
+        status, reply = post(self.port, "/reward", {"prompt": "q", "response": "<think>x</think> 7",
+                                                    "label": ["41", "42"]})
+        self.assertEqual((status, reply), (200, 0.0))
+
+    def test_malformed_json_is_400_with_a_message_and_the_server_keeps_serving(self):
+        cases = [("/get_reward", '{"query": ["a", ', "invalid JSON at byte"),
+                 ("/get_reward", "[1, 2]", "expected a JSON object, got array"),
+                 ("/get_reward", '{"prompts": ["a"]}', '"query" is missing'),
+                 ("/get_reward", '{"query": ["a"], "labels": ["1", "2"]}',
+                  '"labels" has 2 entries but "query" has 1'),
+                 ("/reward", '{"prompt": "q"}', '"response" is missing'),
+                 ("/reward", b'{"response": "\xff"}', "invalid JSON")]
+        for path, body, message in cases:
+            with self.subTest(path=path, body=body):
+                status, reply = post(self.port, path, body)
+                self.assertEqual(status, 400)
+                self.assertIn(message, reply["error"])
+        status, reply = post(self.port, "/get_reward", self.openrlhf_batch())
+        self.assertEqual(status, 200)
+        metrics = self.server.metrics()
+        self.assertIn('rlscore_requests_total{code="INVALID_ARGUMENT",method="POST /get_reward"}',
+                      metrics)
+
+    def test_limits_profiles_and_methods(self):
+        status, reply = post(self.port, "/get_reward", {"query": ["x" * 70000]})
+        self.assertEqual(status, 413)
+        self.assertIn("max_message_bytes", reply["error"])
+        status, reply = post(self.port, "/reward?profile=nope", {"response": "x"})
+        self.assertEqual(status, 404)
+        self.assertIn('profile "nope" is not configured', reply["error"])
+        with self.assertRaises(urllib.error.HTTPError) as get:
+            urllib.request.urlopen("http://127.0.0.1:%d/get_reward" % self.port, timeout=10)
+        self.assertEqual(get.exception.code, 405)
+        self.assertEqual(get.exception.headers["Allow"], "POST")
+        with self.assertRaises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen("http://127.0.0.1:%d/nothing" % self.port, timeout=10)
+        self.assertEqual(missing.exception.code, 404)
+        with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % self.port, timeout=10) as r:
+            self.assertEqual(r.read(), b"ok\n")
+
+    def test_run_id_feeds_run_health(self):
+        status, _ = post(self.port, "/get_reward?run_id=http-run", self.openrlhf_batch())
+        self.assertEqual(status, 200)
+        self.assertIn('rlscore_run_health_level{run="http-run"}', self.server.metrics())
+
+    def test_concurrent_requests_are_all_answered(self):
+        replies = [None] * 24
+        def call(i):
+            replies[i] = post(self.port, "/get_reward" if i % 2 else "/reward",
+                              self.openrlhf_batch() if i % 2 else
+                              {"response": "<think>a</think> %d" % i, "label": str(i)})
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(len(replies))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        for i, (status, reply) in enumerate(replies):
+            self.assertEqual(status, 200, (i, reply))
+            self.assertEqual(reply if i % 2 == 0 else reply["scores"][0], 1.1 if i % 2 == 0 else 1.0)
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0]] + rest)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+#!/usr/bin/python3
+"""End-to-end: `rlscore score` on a 10,000-line JSONL file, in-process and through a server.
+
+Both ways must write byte-identical results and the same summary; every line gets the verdict
+its generator intended (tests/e2e/make_rollouts.py); malformed lines are reported with their line
+number and skipped, or stop the run with --on-error=fail; the HTML report opens in headless
+Chromium where Debian's `chromium` is installed. Run by ctest; standalone:
+
+  /usr/bin/python3 tests/e2e/score_cli_test.py --binary build/cli/rlscore -v
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import make_rollouts  # noqa: E402  (tests/e2e/make_rollouts.py)
+from harness import RunningServer  # noqa: E402
+
+ARGS = None
+LINES = 10000
+# Malformed lines inserted into the file: (line number, text, what the error must say).
+BAD_LINES = [
+    (3, '{"prompt_id": "p", "completion": ', "invalid JSON at column"),
+    (5000, '{"completion": 42}', 'field "completion": expected a string'),
+    (9999, '{"completion": "x", "task": "poetry"}', 'unknown task "poetry"'),
+]
+
+
+def write_corpus(path):
+    """The generated rollouts with BAD_LINES in place; returns the parsed good lines by number."""
+    good = {}
+    bad = {n: text for n, text, _ in BAD_LINES}
+    rollouts = make_rollouts.generate(LINES, seed=1)
+    with open(path, "w") as f:
+        for number in range(1, LINES + len(BAD_LINES) + 1):
+            if number in bad:
+                f.write(bad[number] + "\n")
+                continue
+            line = next(rollouts)
+            good[number] = line
+            f.write(json.dumps(line) + "\n")
+    return good
+
+
+def run_score(*args, stdin=None):
+    return subprocess.run([ARGS.binary, "score", *args], input=stdin, capture_output=True,
+                          timeout=600)
+
+
+def summary(stderr):
+    """The summary table without the timing and scorer (which differ between runs)."""
+    text = stderr.decode()
+    text = re.sub(r", [0-9.]+ s \([0-9]+ rollouts/s\), .*?, profile", ", profile", text)
+    return [l for l in text.splitlines() if not l.startswith("rlscore score: line ")]
+
+
+class ScoreCliTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="rlscore-score-")
+        cls.input = os.path.join(cls.dir, "rollouts.jsonl")
+        cls.good = write_corpus(cls.input)
+        cls.local_out = os.path.join(cls.dir, "local.jsonl")
+        cls.report = os.path.join(cls.dir, "report.html")
+        cls.local = run_score(cls.input, "--output", cls.local_out, "--pass-at-k", "1,4,8",
+                              "--report", cls.report)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def results(self, path):
+        with open(path) as f:
+            return [json.loads(line) for line in f]
+
+    def test_every_line_has_its_result_in_input_order(self):
+        self.assertEqual(self.local.returncode, 0, self.local.stderr.decode())
+        results = self.results(self.local_out)
+        self.assertEqual(len(results), LINES + len(BAD_LINES))
+        self.assertEqual([r["line"] for r in results], list(range(1, len(results) + 1)))
+        wrong = []
+        for r in results:
+            expected = self.good.get(r["line"])
+            if expected is None:
+                continue
+            self.assertEqual(r["id"], expected["id"])
+            self.assertEqual(r["prompt_id"], expected["prompt_id"])
+            if r["verdict"] != expected["expect"]:
+                wrong.append((r["line"], expected["kind"], r["verdict"]))
+            if expected["kind"] == "loop":
+                self.assertEqual(r["repetition"]["detector"], "NGRAM", r)
+                self.assertEqual(r["components"]["repetition"], -0.5)
+            if "token_ids" in expected:
+                self.assertEqual(r["num_tokens"], len(expected["token_ids"]))
+                self.assertFalse(r["tokens_estimated"])
+            if expected.get("finished") is False:
+                self.assertTrue(r["truncated"])
+        self.assertEqual(wrong, [])
+
+    def test_malformed_lines_are_reported_with_their_number_and_skipped(self):
+        results = {r["line"]: r for r in self.results(self.local_out)}
+        stderr = self.local.stderr.decode()
+        for number, _, message in BAD_LINES:
+            self.assertIn(message, results[number]["error"])
+            self.assertNotIn("verdict", results[number])
+            self.assertIn("rlscore score: line %d: " % number, stderr)
+        self.assertIn("10000 rollouts scored, 3 lines skipped", stderr)
+
+    def test_summary_matches_the_results(self):
+        results = [r for r in self.results(self.local_out) if "verdict" in r]
+        correct = sum(r["verdict"] == "CORRECT" for r in results)
+        table = "\n".join(summary(self.local.stderr))
+        self.assertIn("accuracy           %.4f" % (correct / len(results)), table)
+        self.assertIn("pass@8", table)
+        self.assertIn("(1250 prompts)", table)
+        self.assertIn("CORRECT %d" % correct, table)
+
+    def test_through_a_server_the_output_is_identical(self):
+        server = RunningServer(ARGS.binary)
+        self.addCleanup(server.stop)
+        remote_out = os.path.join(self.dir, "remote.jsonl")
+        remote = run_score(self.input, "--output", remote_out, "--pass-at-k", "1,4,8",
+                           "--server", server.address)
+        self.assertEqual(remote.returncode, 0, remote.stderr.decode())
+        with open(self.local_out, "rb") as a, open(remote_out, "rb") as b:
+            self.assertTrue(a.read() == b.read(), "in-process and server outputs differ")
+        self.assertEqual(summary(remote.stderr), summary(self.local.stderr))
+        self.assertIn("server " + server.address, remote.stderr.decode())
+        self.assertIn('rlscore_requests_total{code="OK",method="Score"}', server.metrics())
+
+    def test_stdin_and_stdout(self):
+        lines = "".join(json.dumps(l) + "\n" for l in make_rollouts.generate(20, seed=3))
+        piped = run_score("-", "--progress=never", stdin=lines.encode())
+        self.assertEqual(piped.returncode, 0, piped.stderr.decode())
+        self.assertEqual(len(piped.stdout.decode().splitlines()), 20)
+        self.assertIn("20 rollouts scored, 0 lines skipped", piped.stderr.decode())
+
+    def test_fail_mode_stops_at_the_first_bad_line(self):
+        out = os.path.join(self.dir, "fail.jsonl")
+        failed = run_score(self.input, "--output", out, "--on-error=fail", "--batch-size=1")
+        self.assertEqual(failed.returncode, 1)
+        self.assertIn("rlscore score: line 3: invalid JSON at column", failed.stderr.decode())
+        self.assertEqual([r["line"] for r in self.results(out)], [1, 2])
+
+    def test_a_refused_item_is_skipped_alone(self):
+        # Over --max-completion-bytes of an in-process config: the batch is refused for that
+        # item, which is then skipped; the others of its batch are scored.
+        config = os.path.join(self.dir, "small.textproto")
+        with open(config, "w") as f:
+            f.write("limits { max_completion_bytes: 64 }\n")
+        lines = [{"completion": "<think>a</think> 1", "reference": "1"},
+                 {"completion": "<think>" + "b" * 100 + "</think> 2", "reference": "2"},
+                 {"completion": "<think>c</think> 3", "reference": "3"}]
+        done = run_score("-", "--config", config,
+                         stdin="".join(json.dumps(l) + "\n" for l in lines).encode())
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        results = [json.loads(l) for l in done.stdout.decode().splitlines()]
+        self.assertEqual([r.get("verdict") for r in results], ["CORRECT", None, "CORRECT"])
+        self.assertIn("max_completion_bytes", results[1]["error"])
+
+    def test_an_unreachable_server_is_an_error(self):
+        done = run_score(self.input, "--server", "127.0.0.1:1", "--timeout-secs", "1")
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("cannot reach an rlscore server at 127.0.0.1:1", done.stderr.decode())
+
+    def test_usage_errors(self):
+        for args, message in [(["--on-error=maybe"], "expected skip or fail"),
+                              (["--field", "answer=x"], 'unknown field "answer"'),
+                              (["--pass-at-k", "0"], "not a k of at least 1"),
+                              (["a.jsonl", "b.jsonl"], "at most one input file")]:
+            done = run_score(*args)
+            self.assertEqual(done.returncode, 2, args)
+            self.assertIn(message, done.stderr.decode())
+
+    def test_progress_on_request(self):
+        done = run_score(self.input, "--output", os.devnull, "--progress=always")
+        self.assertIn("] 100%", done.stderr.decode())
+
+    def test_report_is_self_contained(self):
+        with open(self.report) as f:
+            html = f.read()
+        self.assertIn('<svg id="reward-histogram"', html)
+        self.assertIn('<svg id="length-histogram"', html)
+        self.assertNotIn("<script", html)
+        self.assertNotIn("http://", html.replace('xmlns="http://www.w3.org/2000/svg"', ""))
+
+    def test_report_opens_in_headless_chromium(self):
+        chromium = shutil.which("chromium")
+        if chromium is None:
+            self.skipTest("Debian's chromium is not installed")
+        profile = tempfile.mkdtemp(prefix="rlscore-chromium-", dir=self.dir)
+        dom = subprocess.run(
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + profile,
+             "--dump-dom", "file://" + self.report],
+            capture_output=True, timeout=120)
+        self.assertEqual(dom.returncode, 0, dom.stderr.decode()[-2000:])
+        page = dom.stdout.decode()
+        # The browser parsed the page into a DOM: the tables and both charts with their bars.
+        self.assertIn("<title>rlscore report: ", page)
+        self.assertRegex(page, r"<th>rollouts scored</th><td>10000</td>")
+        self.assertRegex(page, r"<th>lines skipped</th><td>3</td>")
+        self.assertGreater(page.count('<rect class="bar"'), 10)
+        self.assertIn('id="length-histogram"', page)
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0]] + rest)
+
+
+if __name__ == "__main__":
+    main()
