@@ -2,10 +2,15 @@
 
 #include <unistd.h>
 
+#include <condition_variable>
+#include <deque>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -148,40 +153,85 @@ class Progress {
   absl::Time last_ = absl::InfinitePast();
 };
 
-// Reads rollouts, scores them a batch at a time and writes the results in input order.
+// An input line read for a batch: a rollout (the next item of the batch's request) or a line that
+// could not be read (`error`).
+struct Pending {
+  uint64_t line;
+  std::string id_json;
+  std::string error;
+};
+
+// Consecutive input lines, parsed.
+struct Batch {
+  std::vector<Pending> lines;
+  v1::ScoreRequest request;
+  uint64_t bytes_read = 0;  // of the input so far, for the progress display
+  uint64_t lines_read = 0;
+};
+
+// Hands batches from the reader thread to the scoring thread; holds at most `capacity`, so the
+// reader stays at most that far ahead. Thread-safe.
+class BatchQueue {
+ public:
+  explicit BatchQueue(size_t capacity) : capacity_(capacity) {}
+
+  // False (and `batch` dropped) once Close() was called.
+  bool Push(Batch batch) {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [&] { return closed_ || batches_.size() < capacity_; });
+    if (closed_) return false;
+    batches_.push_back(std::move(batch));
+    changed_.notify_all();
+    return true;
+  }
+
+  // The next batch; nullopt when the queue is closed and empty.
+  std::optional<Batch> Pop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    changed_.wait(lock, [&] { return closed_ || !batches_.empty(); });
+    if (batches_.empty()) return std::nullopt;
+    Batch batch = std::move(batches_.front());
+    batches_.pop_front();
+    changed_.notify_all();
+    return batch;
+  }
+
+  void Close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  const size_t capacity_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::deque<Batch> batches_;
+  bool closed_ = false;
+};
+
+// Reads and parses rollouts on one thread while the previous batch is scored on another, and
+// writes the results in input order.
 class ScoreRun {
  public:
   ScoreRun(const ScoreFlags& flags, BatchScorer* scorer, std::ostream* out)
       : flags_(flags), scorer_(scorer), out_(out) {}
 
-  // Reads every line of `in`. False when scoring had to stop; the reason went to stderr.
+  // Scores every line of `in`. False when scoring had to stop; the reason went to stderr.
   bool Run(std::istream& in, Progress* progress) {
-    std::string line;
-    uint64_t number = 0, bytes = 0;
-    while (std::getline(in, line)) {
-      ++number;
-      bytes += line.size() + 1;
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      if (absl::StripAsciiWhitespace(line).empty()) continue;  // blank lines are not rollouts
-      absl::StatusOr<Rollout> rollout = ParseRollout(line, flags_.fields);
-      if (!rollout.ok()) {
-        // Reported now; its error record is written in order, with the batch it falls in.
-        if (!Report(number, rollout.status().message())) {
-          Flush();  // the lines before it are still scored and written
-          return false;
-        }
-        pending_.push_back({number, "", std::string(rollout.status().message())});
-      } else {
-        pending_.push_back({number, std::move(rollout->id_json), ""});
-        *request_.add_items() = std::move(rollout->item);
-        if (request_.items_size() >= static_cast<int>(flags_.batch_size) && !Flush()) {
-          return false;
-        }
-      }
-      progress->Update(bytes, number);
+    BatchQueue queue(2);
+    std::thread reader([&] { Read(in, &queue); });
+    bool ok = true;
+    uint64_t bytes = 0, lines = 0;
+    while (std::optional<Batch> batch = queue.Pop()) {
+      bytes = batch->bytes_read;
+      lines = batch->lines_read;
+      if (ok) ok = Flush(*batch);
+      if (!ok) queue.Close();  // the reader stops at its next batch
+      progress->Update(bytes, lines);
     }
-    const bool ok = Flush();
-    progress->Finish(bytes, number);
+    reader.join();
+    progress->Finish(bytes, lines);
     return ok;
   }
 
@@ -192,60 +242,55 @@ class ScoreRun {
   std::vector<uint32_t>& lengths() { return lengths_; }
 
  private:
-  // An input line waiting for its batch: a rollout (the next item of request_) or a line that
-  // could not be read (`error`).
-  struct Pending {
-    uint64_t line;
-    std::string id_json;
-    std::string error;
-  };
+  // The reader thread: every line of `in` into batches of up to --batch-size rollouts. Closes
+  // the queue at the end of the input.
+  void Read(std::istream& in, BatchQueue* queue) {
+    Batch batch;
+    std::string line;
+    uint64_t number = 0, bytes = 0;
+    while (std::getline(in, line)) {
+      ++number;
+      bytes += line.size() + 1;
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (absl::StripAsciiWhitespace(line).empty()) continue;  // blank lines are not rollouts
+      absl::StatusOr<Rollout> rollout = ParseRollout(line, flags_.fields);
+      if (rollout.ok()) {
+        batch.lines.push_back({number, std::move(rollout->id_json), ""});
+        *batch.request.add_items() = std::move(rollout->item);
+      } else {
+        batch.lines.push_back({number, "", std::string(rollout.status().message())});
+      }
+      // A bad line ends its batch under --on-error=fail, so the lines before it are written.
+      if (batch.request.items_size() >= static_cast<int>(flags_.batch_size) ||
+          (!rollout.ok() && flags_.fail_on_error)) {
+        batch.bytes_read = bytes;
+        batch.lines_read = number;
+        if (!queue->Push(std::exchange(batch, Batch{}))) return;
+      }
+    }
+    batch.bytes_read = bytes;
+    batch.lines_read = number;
+    if (!batch.lines.empty()) queue->Push(std::move(batch));
+    queue->Close();
+  }
 
-  // Reports a line that will not be scored on stderr. False when the flags say to stop.
-  bool Report(uint64_t line, absl::string_view message) {
+  // Reports a line that will not be scored on stderr and writes its error record. False when the
+  // flags say to stop.
+  bool Skip(uint64_t line, std::string_view message) {
     std::cerr << "rlscore score: line " << line << ": " << message
               << (flags_.fail_on_error ? "" : " (skipped)") << "\n";
     if (flags_.fail_on_error) return false;
     ++skipped_;
+    *out_ << FormatError(line, message) << "\n";
     return true;
   }
 
-  void EmitError(uint64_t line, std::string_view message) {
-    *out_ << FormatError(line, message) << "\n";
-  }
-
-  void Emit(uint64_t line, const std::string& id_json, const v1::ScoreItem& item,
-            const v1::CompletionResult& result, double reward) {
-    *out_ << FormatResult(line, id_json, item, result, reward) << "\n";
+  void Emit(const Pending& pending, const v1::ScoreItem& item, const v1::CompletionResult& result,
+            double reward) {
+    *out_ << FormatResult(pending.line, pending.id_json, item, result, reward) << "\n";
     aggregator_.Add(item.prompt_id(), result);
     rewards_.push_back(reward);
     lengths_.push_back(result.num_tokens());
-  }
-
-  // Scores the pending batch and writes it in input order. A batch refused for one item's sake
-  // (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) is scored item by item so only that item is skipped;
-  // any other error stops the run.
-  bool Flush() {
-    if (pending_.empty()) return true;
-    bool ok = true;
-    if (request_.items_size() > 0) {
-      request_.set_profile(flags_.profile);
-      v1::ScoreResponse response;
-      const absl::Status status = scorer_->Score(request_, &response);
-      if (status.ok()) {
-        EmitBatch(response);
-      } else if (IsItemError(status)) {
-        ok = EmitOneByOne();
-      } else {
-        std::cerr << "rlscore score: lines " << pending_.front().line << "-" << pending_.back().line
-                  << ": " << status.message() << "\n";
-        ok = false;
-      }
-    } else {
-      for (const Pending& p : pending_) EmitError(p.line, p.error);
-    }
-    pending_.clear();
-    request_.clear_items();
-    return ok;
   }
 
   static bool IsItemError(const absl::Status& status) {
@@ -253,43 +298,56 @@ class ScoreRun {
            status.code() == absl::StatusCode::kResourceExhausted;
   }
 
-  void EmitBatch(const v1::ScoreResponse& response) {
-    profile_hash_ = response.profile_hash();
+  // Scores a batch and writes it in input order. A batch refused for one item's sake
+  // (INVALID_ARGUMENT, RESOURCE_EXHAUSTED) is scored item by item so only that item is skipped;
+  // any other error stops the run. False when the run must stop.
+  bool Flush(Batch& batch) {
+    v1::ScoreResponse response;
+    if (batch.request.items_size() > 0) {
+      batch.request.set_profile(flags_.profile);
+      const absl::Status status = scorer_->Score(batch.request, &response);
+      if (IsItemError(status)) return EmitOneByOne(batch);
+      if (!status.ok()) {
+        std::cerr << "rlscore score: lines " << batch.lines.front().line << "-"
+                  << batch.lines.back().line << ": " << status.message() << "\n";
+        return false;
+      }
+      profile_hash_ = response.profile_hash();
+    }
     int item = 0;
-    for (const Pending& p : pending_) {
+    for (const Pending& p : batch.lines) {
       if (!p.error.empty()) {
-        EmitError(p.line, p.error);
+        if (!Skip(p.line, p.error)) return false;
         continue;
       }
-      Emit(p.line, p.id_json, request_.items(item), response.results(item), response.rewards(item));
+      Emit(p, batch.request.items(item), response.results(item), response.rewards(item));
       ++item;
     }
+    return true;
   }
 
-  // Scores the batch's items one at a time and writes what each gets. False when the flags say
-  // to stop at a refused item, or scoring cannot go on.
-  bool EmitOneByOne() {
+  // Scores the batch's items one at a time and writes what each gets.
+  bool EmitOneByOne(const Batch& batch) {
     int item = 0;
-    for (const Pending& p : pending_) {
+    for (const Pending& p : batch.lines) {
       if (!p.error.empty()) {
-        EmitError(p.line, p.error);
+        if (!Skip(p.line, p.error)) return false;
         continue;
       }
       v1::ScoreRequest one;
       one.set_profile(flags_.profile);
-      *one.add_items() = request_.items(item++);
+      *one.add_items() = batch.request.items(item++);
       v1::ScoreResponse response;
       const absl::Status status = scorer_->Score(one, &response);
-      if (status.ok()) {
-        profile_hash_ = response.profile_hash();
-        Emit(p.line, p.id_json, one.items(0), response.results(0), response.rewards(0));
-      } else if (IsItemError(status)) {
+      if (IsItemError(status)) {
         const absl::string_view message = absl::StripPrefix(status.message(), "items[0]: ");
-        if (!Report(p.line, message)) return false;
-        EmitError(p.line, std::string_view(message.data(), message.size()));
-      } else {
+        if (!Skip(p.line, std::string_view(message.data(), message.size()))) return false;
+      } else if (!status.ok()) {
         std::cerr << "rlscore score: line " << p.line << ": " << status.message() << "\n";
         return false;
+      } else {
+        profile_hash_ = response.profile_hash();
+        Emit(p, one.items(0), response.results(0), response.rewards(0));
       }
     }
     return true;
@@ -298,8 +356,6 @@ class ScoreRun {
   const ScoreFlags& flags_;
   BatchScorer* const scorer_;
   std::ostream* const out_;
-  v1::ScoreRequest request_;
-  std::vector<Pending> pending_;
   service::ScoreAggregator aggregator_;
   uint64_t skipped_ = 0;
   std::string profile_hash_;
