@@ -2,6 +2,7 @@
 
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "absl/strings/ascii.h"
@@ -10,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "service/json_input.h"
 
 namespace rlscore::cli {
 namespace {
@@ -19,15 +21,6 @@ using OrderedJson = nlohmann::ordered_json;
 
 std::string FieldError(std::string_view key, std::string_view what, const Json& got) {
   return absl::StrCat("field \"", Sv(key), "\": expected ", Sv(what), ", got ", got.type_name());
-}
-
-// nlohmann's messages start with "[json.exception.parse_error.101] parse error at line 1, ".
-std::string ParseErrorMessage(const Json::parse_error& e) {
-  std::string_view what = e.what();
-  if (const size_t colon = what.find(": "); colon != std::string_view::npos) {
-    what.remove_prefix(colon + 2);
-  }
-  return absl::StrCat("invalid JSON at column ", e.byte, ": ", Sv(what));
 }
 
 absl::Status ReadString(const Json& line, std::string_view key, std::string* out) {
@@ -53,27 +46,53 @@ absl::Status ReadUint32(const Json& value, std::string_view where, uint32_t* out
   return absl::OkStatus();
 }
 
+// The text of a message's content: a string, or a list of parts whose "text" parts are joined
+// (the OpenAI format).
+std::optional<std::string> ContentText(const Json& content) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) return std::nullopt;
+  std::string text;
+  bool any = false;
+  for (const Json& part : content) {
+    if (!part.is_object()) return std::nullopt;
+    const auto type = part.find("type");
+    const auto part_text = part.find("text");
+    if (type == part.end() || *type != "text") continue;
+    if (part_text == part.end() || !part_text->is_string()) return std::nullopt;
+    text += part_text->get_ref<const std::string&>();
+    any = true;
+  }
+  return any ? std::optional<std::string>(std::move(text)) : std::nullopt;
+}
+
 // A completion is a string, or a chat message list whose last assistant message is scored.
 absl::Status ReadCompletion(const Json& value, std::string_view key, std::string* out) {
   if (value.is_string()) {
     *out = value.get_ref<const std::string&>();
     return absl::OkStatus();
   }
-  if (value.is_array()) {
-    for (auto it = value.rbegin(); it != value.rend(); ++it) {
-      if (!it->is_object()) continue;
-      const auto role = it->find("role");
-      const auto content = it->find("content");
-      if (role != it->end() && *role == "assistant" && content != it->end() &&
-          content->is_string()) {
-        *out = content->get_ref<const std::string&>();
-        return absl::OkStatus();
-      }
-    }
-    return absl::InvalidArgumentError(absl::StrCat(
-        "field \"", Sv(key), "\": a message list without an assistant message with content"));
+  if (!value.is_array()) {
+    return absl::InvalidArgumentError(
+        FieldError(key, "a string or a list of chat messages", value));
   }
-  return absl::InvalidArgumentError(FieldError(key, "a string or a list of chat messages", value));
+  for (size_t i = value.size(); i-- > 0;) {
+    const Json& message = value[i];
+    if (!message.is_object()) continue;
+    const auto role = message.find("role");
+    if (role == message.end() || *role != "assistant") continue;
+    const auto content = message.find("content");
+    std::optional<std::string> text =
+        content == message.end() ? std::nullopt : ContentText(*content);
+    if (!text.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "field \"", Sv(key), "\"[", i,
+          "]: the last assistant message has no text content (a string or text parts)"));
+    }
+    *out = *std::move(text);
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("field \"", Sv(key), "\": a message list without an assistant message"));
 }
 
 absl::Status ReadReferences(const Json& line, std::string_view key, v1::ScoreItem* item) {
@@ -101,7 +120,9 @@ absl::Status ReadFields(const Json& line, const FieldNames& names, Rollout* roll
   v1::ScoreItem& item = rollout->item;
   v1::Completion& completion = *item.mutable_completion();
 
-  if (const auto it = line.find(names.id); it != line.end()) rollout->id_json = it->dump();
+  if (const auto it = line.find(names.id); it != line.end()) {
+    rollout->id_json = it->dump(-1, ' ', false, Json::error_handler_t::replace);
+  }
   RLSCORE_RETURN_IF_ERROR(ReadString(line, names.prompt_id, item.mutable_prompt_id()));
 
   const auto text = line.find(names.completion);
@@ -211,26 +232,16 @@ absl::StatusOr<v1::Task> ParseTask(std::string_view name) {
 }
 
 absl::StatusOr<Rollout> ParseRollout(std::string_view line, const FieldNames& names) {
-  Json parsed;
-  try {
-    parsed = Json::parse(line);
-  } catch (const Json::parse_error& e) {  // nlohmann reports where only through its exception
-    return absl::InvalidArgumentError(ParseErrorMessage(e));
-  }
-  if (!parsed.is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected a JSON object, got ", parsed.type_name()));
-  }
+  absl::StatusOr<Json> parsed = service::ParseJsonObject(line, "column");
+  if (!parsed.ok()) return parsed.status();
   Rollout rollout;
-  RLSCORE_RETURN_IF_ERROR(ReadFields(parsed, names, &rollout));
+  RLSCORE_RETURN_IF_ERROR(ReadFields(*parsed, names, &rollout));
   return rollout;
 }
 
 std::string FormatResult(uint64_t line, std::string_view id_json, const v1::ScoreItem& item,
                          const v1::CompletionResult& result, double reward) {
   OrderedJson out;
-  out["line"] = line;
-  if (!id_json.empty()) out["id"] = OrderedJson::parse(id_json);
   out["prompt_id"] = item.prompt_id();
   out["reward"] = reward;
   out["verdict"] = EnumSuffix(v1::Verdict_Name(result.verdict()), "VERDICT_");
@@ -256,7 +267,10 @@ std::string FormatResult(uint64_t line, std::string_view id_json, const v1::Scor
         {"detail", r.detail()}};
   }
   if (!result.detail().empty()) out["detail"] = result.detail();
-  return out.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
+  // "line" and the id in front of the rest.
+  const std::string rest = out.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
+  return absl::StrCat("{\"line\":", line, id_json.empty() ? "" : ",\"id\":", Sv(id_json), ",",
+                      absl::string_view(rest).substr(1));
 }
 
 std::string FormatError(uint64_t line, std::string_view message) {

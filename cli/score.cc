@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -219,19 +220,31 @@ class ScoreRun {
 
   // Scores every line of `in`. False when scoring had to stop; the reason went to stderr.
   bool Run(std::istream& in, Progress* progress) {
-    BatchQueue queue(2);
-    std::thread reader([&] { Read(in, &queue); });
+    // The reader shares the queue, and copies what it needs of the flags, so that a run that
+    // stops early can leave it blocked on an input that never ends (a pipe) and return.
+    auto queue = std::make_shared<BatchQueue>(2);
+    std::thread reader([queue, &in, fields = flags_.fields, batch_size = flags_.batch_size,
+                        fail_on_error = flags_.fail_on_error] {
+      Read(in, fields, batch_size, fail_on_error, queue.get());
+    });
     bool ok = true;
     uint64_t bytes = 0, lines = 0;
-    while (std::optional<Batch> batch = queue.Pop()) {
+    while (std::optional<Batch> batch = queue->Pop()) {
       bytes = batch->bytes_read;
       lines = batch->lines_read;
-      if (ok) ok = Flush(*batch);
-      if (!ok) queue.Close();  // the reader stops at its next batch
+      ok = Flush(*batch);
       progress->Update(bytes, lines);
+      if (!ok) break;
     }
-    reader.join();
     progress->Finish(bytes, lines);
+    queue->Close();  // the reader stops at its next batch (it already has when all went well)
+    // A file ends, so the reader is joined; a pipe may never end, or not before its writer has
+    // seen us exit, so a reader of stdin is left to end with the process.
+    if (&in == &std::cin && !ok) {
+      reader.detach();
+    } else {
+      reader.join();
+    }
     return ok;
   }
 
@@ -242,9 +255,10 @@ class ScoreRun {
   std::vector<uint32_t>& lengths() { return lengths_; }
 
  private:
-  // The reader thread: every line of `in` into batches of up to --batch-size rollouts. Closes
+  // The reader thread: every line of `in` into batches of up to `batch_size` rollouts. Closes
   // the queue at the end of the input.
-  void Read(std::istream& in, BatchQueue* queue) {
+  static void Read(std::istream& in, const FieldNames& fields, uint32_t batch_size,
+                   bool fail_on_error, BatchQueue* queue) {
     Batch batch;
     std::string line;
     uint64_t number = 0, bytes = 0;
@@ -253,7 +267,7 @@ class ScoreRun {
       bytes += line.size() + 1;
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (absl::StripAsciiWhitespace(line).empty()) continue;  // blank lines are not rollouts
-      absl::StatusOr<Rollout> rollout = ParseRollout(line, flags_.fields);
+      absl::StatusOr<Rollout> rollout = ParseRollout(line, fields);
       if (rollout.ok()) {
         batch.lines.push_back({number, std::move(rollout->id_json), ""});
         *batch.request.add_items() = std::move(rollout->item);
@@ -261,8 +275,8 @@ class ScoreRun {
         batch.lines.push_back({number, "", std::string(rollout.status().message())});
       }
       // A bad line ends its batch under --on-error=fail, so the lines before it are written.
-      if (batch.request.items_size() >= static_cast<int>(flags_.batch_size) ||
-          (!rollout.ok() && flags_.fail_on_error)) {
+      if (batch.request.items_size() >= static_cast<int>(batch_size) ||
+          (!rollout.ok() && fail_on_error)) {
         batch.bytes_read = bytes;
         batch.lines_read = number;
         if (!queue->Push(std::exchange(batch, Batch{}))) return;
@@ -293,9 +307,12 @@ class ScoreRun {
     lengths_.push_back(result.num_tokens());
   }
 
+  // An error that names one item of the request ("items[3]: ..."): skipping that item lets the
+  // others be scored. Other refusals (an unknown profile, a request-level limit) stop the run.
   static bool IsItemError(const absl::Status& status) {
-    return status.code() == absl::StatusCode::kInvalidArgument ||
-           status.code() == absl::StatusCode::kResourceExhausted;
+    return (status.code() == absl::StatusCode::kInvalidArgument ||
+            status.code() == absl::StatusCode::kResourceExhausted) &&
+           absl::StartsWith(status.message(), "items[");
   }
 
   // Scores a batch and writes it in input order. A batch refused for one item's sake
@@ -306,10 +323,22 @@ class ScoreRun {
     if (batch.request.items_size() > 0) {
       batch.request.set_profile(flags_.profile);
       const absl::Status status = scorer_->Score(batch.request, &response);
-      if (IsItemError(status)) return EmitOneByOne(batch);
+      if (IsItemError(status)) {
+        std::cerr << "rlscore score: lines " << batch.lines.front().line << "-"
+                  << batch.lines.back().line << ": the batch was refused (" << status.message()
+                  << "); scoring its rollouts one at a time\n";
+        return EmitOneByOne(batch);
+      }
       if (!status.ok()) {
         std::cerr << "rlscore score: lines " << batch.lines.front().line << "-"
                   << batch.lines.back().line << ": " << status.message() << "\n";
+        return false;
+      }
+      if (response.results_size() != batch.request.items_size() ||
+          response.rewards_size() != batch.request.items_size()) {
+        std::cerr << "rlscore score: lines " << batch.lines.front().line << "-"
+                  << batch.lines.back().line << ": " << batch.request.items_size()
+                  << " rollouts sent but " << response.results_size() << " results received\n";
         return false;
       }
       profile_hash_ = response.profile_hash();
@@ -339,8 +368,12 @@ class ScoreRun {
       *one.add_items() = batch.request.items(item++);
       v1::ScoreResponse response;
       const absl::Status status = scorer_->Score(one, &response);
-      if (IsItemError(status)) {
-        const absl::string_view message = absl::StripPrefix(status.message(), "items[0]: ");
+      if (IsItemError(status) || (status.ok() && response.results_size() != 1)) {
+        // The request had one item: "items[0]: ..." or "items[0].completion.text: ..." says
+        // nothing the line number does not.
+        absl::string_view message = status.ok() ? "no result received" : status.message();
+        if (!absl::ConsumePrefix(&message, "items[0]: "))
+          absl::ConsumePrefix(&message, "items[0].");
         if (!Skip(p.line, std::string_view(message.data(), message.size()))) return false;
       } else if (!status.ok()) {
         std::cerr << "rlscore score: line " << p.line << ": " << status.message() << "\n";
@@ -424,6 +457,9 @@ int RunScoreCommand(std::span<const std::string> args) {
   if (status.ok() && !f.server.empty() && parsed->Has("config")) {
     status = absl::InvalidArgumentError(
         "--config applies to in-process scoring; with --server the server's configuration does");
+  }
+  if (status.ok() && (f.timeout_secs == 0 || f.timeout_secs > 7 * 24 * 3600)) {
+    status = absl::InvalidArgumentError("--timeout-secs must be between 1 and 604800 (a week)");
   }
   if (status.ok() &&
       (f.batch_size == 0 || f.batch_size > f.options.limits.max_completions_per_request)) {

@@ -2,9 +2,12 @@
 
 #include <civetweb.h>
 
+#include <algorithm>
 #include <cstring>
+#include <future>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
@@ -14,9 +17,12 @@
 namespace rlscore::service {
 namespace {
 
-// Requests are scored on the handler threads (groups in parallel on the shared pool), so a few
-// are enough; more connections wait in civetweb's queue.
-constexpr char kHandlerThreads[] = "8";
+// A keep-alive connection holds a civetweb thread while it is open (slime pools up to 64), so
+// there are more threads than cores; they only read bodies and write replies.
+constexpr char kHttpThreads[] = "128";
+// Runs of which the listener counts steps; more are forgotten (and counted again from 0).
+constexpr size_t kMaxCountedRuns = 4096;
+constexpr size_t kMaxQueryValue = 4096;
 
 int HttpStatusOf(absl::StatusCode code) {
   switch (code) {
@@ -57,33 +63,42 @@ absl::StatusOr<std::string> ReadBody(mg_connection* conn, uint64_t limit) {
   }
   std::string body;
   if (info->content_length > 0) body.reserve(static_cast<size_t>(info->content_length));
-  char buffer[64 << 10];
+  constexpr size_t kChunk = 64 << 10;
   for (;;) {
-    const int n = mg_read(conn, buffer, sizeof(buffer));
+    const size_t size = body.size();
+    body.resize(size + kChunk);
+    const int n = mg_read(conn, body.data() + size, kChunk);
+    body.resize(size + static_cast<size_t>(std::max(n, 0)));
     if (n < 0) return absl::InvalidArgumentError("the connection failed while the body was read");
     if (n == 0) break;
-    if (body.size() + static_cast<size_t>(n) > limit) {
+    if (body.size() > limit) {
       return absl::ResourceExhaustedError(
           absl::StrCat("the body is over ", limit, " bytes (max_message_bytes)"));
     }
-    body.append(buffer, static_cast<size_t>(n));
   }
   return body;
 }
 
-std::string QueryParameter(const mg_request_info* info, const char* name) {
-  if (info->query_string == nullptr) return "";
-  char value[512];
-  const int n =
-      mg_get_var(info->query_string, std::strlen(info->query_string), name, value, sizeof(value));
-  return n > 0 ? std::string(value, static_cast<size_t>(n)) : "";
+// The URL-decoded value of `name` in the query string; empty when absent.
+absl::StatusOr<std::string> QueryParameter(const mg_request_info* info, const char* name) {
+  if (info->query_string == nullptr) return std::string();
+  std::string value(kMaxQueryValue, '\0');
+  const int n = mg_get_var(info->query_string, std::strlen(info->query_string), name, value.data(),
+                           value.size());
+  if (n == -2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("query parameter \"", name, "\" is longer than ", kMaxQueryValue, " bytes"));
+  }
+  value.resize(n > 0 ? static_cast<size_t>(n) : 0);
+  return value;
 }
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
-    const ServerOptions& options, const ScoringContext& collaborators) {
+    const ServerOptions& options, const ScoringContext& collaborators, WorkerPool* calls) {
   std::unique_ptr<HttpListener> listener(new HttpListener(options));
+  listener->calls_ = calls;
   listener->context_ = collaborators;
   listener->context_.limits = &listener->options_.limits;
   listener->context_.profiles = &listener->options_.profiles;
@@ -94,11 +109,13 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
   const char* config[] = {"listening_ports",
                           options.http_address.c_str(),
                           "num_threads",
-                          kHandlerThreads,
+                          kHttpThreads,
                           "enable_keep_alive",
                           "yes",
+                          "keep_alive_timeout_ms",
+                          "5000",
                           "request_timeout_ms",
-                          "300000",
+                          "60000",
                           nullptr};
   mg_callbacks callbacks;
   std::memset(&callbacks, 0, sizeof(callbacks));
@@ -158,19 +175,22 @@ int HttpListener::Serve(mg_connection* conn, Protocol protocol) {
 
   v1::ScoreGroupsResponse response;
   absl::Status status;
+  // The query first: reading the body reuses the buffer the request line is in.
+  absl::StatusOr<std::string> profile = QueryParameter(info, "profile");
+  absl::StatusOr<std::string> run_id = QueryParameter(info, "run_id");
+  absl::StatusOr<std::string> step = QueryParameter(info, "step");
   absl::StatusOr<std::string> body = ReadBody(conn, options_.limits.max_message_bytes);
-  if (body.ok()) {
-    absl::StatusOr<v1::ScoreGroupsRequest> request =
-        protocol == Protocol::kOpenRlhf ? OpenRlhfToRequest(*body) : SlimeToRequest(*body);
-    if (request.ok()) {
-      request->set_profile(QueryParameter(info, "profile"));
-      request->set_run_id(QueryParameter(info, "run_id"));
-      status = RunScoreGroups(context_, *request, &response);
-    } else {
-      status = request.status();
-    }
-  } else {
-    status = body.status();
+  for (const absl::Status& s : {profile.status(), run_id.status(), step.status(), body.status()}) {
+    if (status.ok()) status = s;
+  }
+  if (status.ok()) {
+    // The work runs on the call pool, as gRPC calls do: a full stack and the same threads.
+    auto done = std::make_shared<std::promise<absl::Status>>();
+    std::future<absl::Status> result = done->get_future();
+    calls_->Submit([&, done] {
+      done->set_value(Score(protocol, *body, *profile, *run_id, *step, &response));
+    });
+    status = result.get();
   }
 
   const int http_status = HttpStatusOf(status.code());
@@ -185,6 +205,50 @@ int HttpListener::Serve(mg_connection* conn, Protocol protocol) {
     context_.metrics->CallFinished(method, status.code(), absl::Now() - start);
   }
   return http_status;
+}
+
+absl::Status HttpListener::Score(Protocol protocol, const std::string& body,
+                                 const std::string& profile, const std::string& run_id,
+                                 const std::string& step, v1::ScoreGroupsResponse* response) {
+  uint64_t prompts_not_found = 0;
+  absl::StatusOr<v1::ScoreGroupsRequest> request = protocol == Protocol::kOpenRlhf
+                                                       ? OpenRlhfToRequest(body, &prompts_not_found)
+                                                       : SlimeToRequest(body);
+  if (!request.ok()) return request.status();
+  if (prompts_not_found > 0) {
+    if (context_.metrics != nullptr) context_.metrics->RecordPromptNotFound(prompts_not_found);
+    uint64_t total = 0;
+    {
+      std::lock_guard<std::mutex> lock(steps_mu_);
+      total = prompts_not_found_ += prompts_not_found;
+    }
+    // The first time, then at each power of two: visible without flooding the log.
+    if ((total & (total - 1)) == 0 || total - prompts_not_found == 0) {
+      LogWarning(absl::StrCat(prompts_not_found,
+                              " OpenRLHF queries did not contain their prompt, so the whole "
+                              "query was scored (",
+                              total, " so far; rlscore_http_prompt_not_found_total)"));
+    }
+  }
+  request->set_profile(profile);
+  if (!run_id.empty()) {
+    int64_t at = 0;
+    if (step.empty()) {
+      at = NextStep(run_id);
+    } else if (!absl::SimpleAtoi(step, &at)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("query parameter \"step\": \"", step, "\" is not an integer"));
+    }
+    request->set_run_id(run_id);
+    request->set_step(at);
+  }
+  return RunScoreGroups(context_, *request, response);
+}
+
+int64_t HttpListener::NextStep(const std::string& run_id) {
+  std::lock_guard<std::mutex> lock(steps_mu_);
+  if (next_step_.size() >= kMaxCountedRuns && !next_step_.contains(run_id)) next_step_.clear();
+  return next_step_[run_id]++;
 }
 
 }  // namespace rlscore::service

@@ -2,25 +2,34 @@
 // endpoints of trainers that call a reward over HTTP, served by the same scorers, worker pool,
 // metrics and run telemetry as the gRPC service (civetweb underneath).
 //
-//   POST /get_reward[?profile=P&run_id=R]   OpenRLHF's remote reward (service/http_rewards.h)
-//   POST /reward[?profile=P&run_id=R]       slime's remote_rm
-//   GET  /healthz                           "ok" while serving
+//   POST /get_reward[?profile=P&run_id=R&step=S]   OpenRLHF's remote reward (http_rewards.h)
+//   POST /reward[?profile=P&run_id=R&step=S]       slime's remote_rm
+//   GET  /healthz                                  "ok" while serving
 //
 // A malformed body gets 400 with {"error": "..."} naming what was wrong; an unknown profile 404;
-// a body over max_message_bytes, or a batch over a limit, 413; the listener keeps serving.
+// a body over max_message_bytes, or a batch over a limit, 413; the listener keeps serving. With a
+// run_id each request is one telemetry batch of the run (GetRunHealth): at `step` when given, else
+// at the run's next step as this listener counts them.
+//
+// Connections are served by kHttpThreads civetweb threads (keep-alive connections hold one while
+// open; idle ones are closed after 5 s); the bodies are parsed and scored on the server's call
+// pool, as gRPC calls are.
 //
 //   absl::StatusOr<std::unique_ptr<HttpListener>> http = HttpListener::Start(options, context);
 //   int port = (*http)->port();
 //   (*http)->Stop();   // waits for the requests in flight
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "service/config.h"
 #include "service/scoring_engine.h"
+#include "service/worker_pool.h"
 
 struct mg_context;
 struct mg_connection;
@@ -31,11 +40,12 @@ namespace rlscore::service {
 class HttpListener {
  public:
   // Listens on options.http_address (host:port; port 0 picks one). `collaborators` supplies the
-  // accuracy scorer, advantage backend, pool, metrics, telemetry and clock, which must outlive
-  // the listener; limits, profiles and health thresholds come from `options`.
-  // UNAVAILABLE naming the address when it cannot be bound.
+  // accuracy scorer, advantage backend, pool, metrics, telemetry and clock, and `calls` runs the
+  // requests' work; all must outlive the listener. Limits, profiles and health thresholds come
+  // from `options`. UNAVAILABLE naming the address when it cannot be bound.
   static absl::StatusOr<std::unique_ptr<HttpListener>> Start(const ServerOptions& options,
-                                                             const ScoringContext& collaborators);
+                                                             const ScoringContext& collaborators,
+                                                             WorkerPool* calls);
   ~HttpListener();
   HttpListener(const HttpListener&) = delete;
   HttpListener& operator=(const HttpListener&) = delete;
@@ -53,9 +63,19 @@ class HttpListener {
   static int HandleReward(mg_connection* conn, void* protocol_listener);
   static int HandleHealth(mg_connection* conn, void* listener);
   int Serve(mg_connection* conn, Protocol protocol);
+  // Parses and scores one body (on the call pool).
+  absl::Status Score(Protocol protocol, const std::string& body, const std::string& profile,
+                     const std::string& run_id, const std::string& step,
+                     v1::ScoreGroupsResponse* response);
+  // The step of a request of `run_id` that did not name one: one more than the last.
+  int64_t NextStep(const std::string& run_id);
 
   const ServerOptions options_;
   ScoringContext context_{};
+  WorkerPool* calls_ = nullptr;
+  std::mutex steps_mu_;
+  absl::flat_hash_map<std::string, int64_t> next_step_;  // guarded by steps_mu_
+  uint64_t prompts_not_found_ = 0;                       // guarded by steps_mu_
   mg_context* civetweb_ = nullptr;
   int port_ = 0;
   std::once_flag stop_once_;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "service/json_input.h"
 
 namespace rlscore::service {
 namespace {
@@ -21,39 +22,27 @@ constexpr std::string_view kEndOfSequence[] = {
     "<|eom_id|>", "<｜end▁of▁sentence｜>", "<|end|>", "<eos>",      "<end_of_turn>",
 };
 
-absl::StatusOr<Json> ParseObject(std::string_view body) {
-  Json parsed;
-  try {
-    parsed = Json::parse(body);
-  } catch (const Json::parse_error& e) {  // nlohmann reports where only through its exception
-    std::string_view what = e.what();
-    if (const size_t colon = what.find(": "); colon != std::string_view::npos) {
-      what.remove_prefix(colon + 2);
-    }
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid JSON at byte ", e.byte, ": ", Sv(what)));
-  }
-  if (!parsed.is_object()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("expected a JSON object, got ", parsed.type_name()));
-  }
-  return parsed;
-}
+absl::StatusOr<Json> ParseObject(std::string_view body) { return ParseJsonObject(body, "byte"); }
 
-// A label is the reference: a string, a list of strings (any may match) or a number.
-absl::Status AddReferences(const Json& label, std::string_view where, v1::Group* group) {
-  if (label.is_null()) return absl::OkStatus();
-  if (label.is_string()) {
-    group->add_references(label.get_ref<const std::string&>());
-  } else if (label.is_number()) {
-    group->add_references(label.dump());
-  } else if (label.is_array()) {
-    for (size_t i = 0; i < label.size(); ++i) {
-      RLSCORE_RETURN_IF_ERROR(AddReferences(label[i], absl::StrCat(Sv(where), "[", i, "]"), group));
-    }
+// One reference: a string, or a number or boolean as its JSON text.
+absl::Status AddReference(const Json& value, std::string_view where, v1::Group* group) {
+  if (value.is_string()) {
+    group->add_references(value.get_ref<const std::string&>());
+  } else if (value.is_number() || value.is_boolean()) {
+    group->add_references(value.dump());
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        Sv(where), ": expected a string, a number or a list of them, got ", label.type_name()));
+        Sv(where), ": expected a string, a number or a list of them, got ", value.type_name()));
+  }
+  return absl::OkStatus();
+}
+
+// A label is the reference, or a list of equivalent references (any may match); null is none.
+absl::Status AddReferences(const Json& label, std::string_view where, v1::Group* group) {
+  if (label.is_null()) return absl::OkStatus();
+  if (!label.is_array()) return AddReference(label, where, group);
+  for (size_t i = 0; i < label.size(); ++i) {
+    RLSCORE_RETURN_IF_ERROR(AddReference(label[i], absl::StrCat(Sv(where), "[", i, "]"), group));
   }
   return absl::OkStatus();
 }
@@ -77,11 +66,14 @@ absl::StatusOr<const Json*> ArrayField(const Json& body, std::string_view key, s
   return &*it;
 }
 
-std::string ResponseOf(std::string_view query, std::string_view prompt) {
+// The response part of an OpenRLHF query. Sets *found to false when `prompt` is not in it.
+std::string ResponseOf(std::string_view query, std::string_view prompt, bool* found) {
+  *found = true;
   if (prompt.empty()) return std::string(query);
   if (absl::StartsWith(Sv(query), Sv(prompt))) return std::string(query.substr(prompt.size()));
   const size_t at = query.find(prompt);
-  return std::string(at == std::string_view::npos ? query : query.substr(at + prompt.size()));
+  *found = at != std::string_view::npos;
+  return std::string(*found ? query.substr(at + prompt.size()) : query);
 }
 
 void AddCompletion(std::string text, v1::Group* group) {
@@ -109,7 +101,8 @@ bool StripEndOfSequence(std::string* text) {
   return stripped;
 }
 
-absl::StatusOr<v1::ScoreGroupsRequest> OpenRlhfToRequest(std::string_view body) {
+absl::StatusOr<v1::ScoreGroupsRequest> OpenRlhfToRequest(std::string_view body,
+                                                         uint64_t* prompts_not_found) {
   absl::StatusOr<Json> parsed = ParseObject(body);
   if (!parsed.ok()) return parsed.status();
   absl::StatusOr<const Json*> queries = ArrayField(*parsed, "query", 0, /*required=*/true);
@@ -148,9 +141,11 @@ absl::StatusOr<v1::ScoreGroupsRequest> OpenRlhfToRequest(std::string_view body) 
     }
     previous_prompt = &prompt;
     previous_label = &label;
+    bool found = true;
     AddCompletion(ResponseOf(query.get_ref<const std::string&>(),
-                             prompt.is_null() ? "" : prompt.get_ref<const std::string&>()),
+                             prompt.is_null() ? "" : prompt.get_ref<const std::string&>(), &found),
                   group);
+    if (!found && prompts_not_found != nullptr) ++*prompts_not_found;
   }
   return request;
 }

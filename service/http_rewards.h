@@ -23,19 +23,21 @@ namespace rlscore::service {
 
 // OpenRLHF sends each query as the prompt followed by the response, detokenised together. The
 // completion scored is the query after its prompt (after the prompt's first occurrence when the
-// query does not start with it; the whole query when there is no prompt), with trailing
+// query does not start with it; the whole query when there is no prompt, or when the prompt is
+// not in the query, which is counted in `*prompts_not_found` when given), with trailing
 // end-of-sequence markers (<|im_end|>, <|endoftext|>, </s>, <|eot_id|>, ...) removed; a
 // completion that ended with one is `finished`. Consecutive samples with the same prompt and
 // label form a group. INVALID_ARGUMENT naming the field and index for anything malformed.
-absl::StatusOr<v1::ScoreGroupsRequest> OpenRlhfToRequest(std::string_view body);
+absl::StatusOr<v1::ScoreGroupsRequest> OpenRlhfToRequest(std::string_view body,
+                                                         uint64_t* prompts_not_found = nullptr);
 
 // "rewards": each completion's total reward; "scores": its accuracy (OpenRLHF filters dynamic
 // sampling on it); "extra_logs": per-completion lists of the components and flags, which OpenRLHF
 // logs. In the request's sample order.
 std::string OpenRlhfReply(const v1::ScoreGroupsResponse& response);
 
-// One slime sample as a group of one. "label" may be a string, a list of strings (any matches), a
-// number, or missing; "prompt" is not scored (a chat template already separated the response).
+// One slime sample as a group of one. "label" may be a string, a number, a boolean, a list of
+// those (any matches), or missing; "prompt" is not scored (a chat template already separated the response).
 absl::StatusOr<v1::ScoreGroupsRequest> SlimeToRequest(std::string_view body);
 
 // The total reward as a JSON number: slime uses the reply's JSON value as the reward.

@@ -124,6 +124,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                         .Register(*registry_);
   gpu_fallbacks_ = {&fallbacks.Add({{"reason", "unavailable"}}),
                     &fallbacks.Add({{"reason", "error"}})};
+  prompt_not_found_ =
+      &prometheus::BuildCounter()
+           .Name("rlscore_http_prompt_not_found_total")
+           .Help("OpenRLHF queries that did not contain their prompt: the whole query was scored")
+           .Register(*registry_)
+           .Add({});
   auto& stops = prometheus::BuildCounter()
                     .Name("rlscore_generation_stops_total")
                     .Help("Generations MonitorGeneration told to stop, by reason")
@@ -261,6 +267,10 @@ void Metrics::RecordAdvantageBackend(std::string_view backend) {
 
 void Metrics::RecordGpuFallback(std::string_view reason) {
   gpu_fallbacks_[reason == "error" ? 1 : 0]->Increment();
+}
+
+void Metrics::RecordPromptNotFound(uint64_t count) {
+  prompt_not_found_->Increment(static_cast<double>(count));
 }
 
 void Metrics::RecordGenerationStop(scorers::StopReason reason) {

@@ -108,6 +108,9 @@ class Metrics {
   void RecordGpuFallback(std::string_view reason);
   void RecordCompletion(const scorers::CompletionScore& score);
   void RecordGenerationStop(scorers::StopReason reason);
+  // OpenRLHF queries in which the HTTP listener did not find the sample's prompt, so the whole
+  // query was scored (service/http_rewards.h).
+  void RecordPromptNotFound(uint64_t count);
   // Sets the run's health gauges (creating them for a new run).
   void SetRunHealth(const RunHealthReport& report);
   // Drops every series of the run (it was evicted from the telemetry).
@@ -138,6 +141,7 @@ class Metrics {
   prometheus::Counter* tokens_estimated_;
   prometheus::Counter* format_gated_;
   prometheus::Counter* format_ungated_;
+  prometheus::Counter* prompt_not_found_;
   std::array<prometheus::Counter*, 2> generation_stops_{};  // by scorers::StopReason
   prometheus::Family<prometheus::Gauge>* run_level_;
   prometheus::Family<prometheus::Gauge>* run_signal_;

@@ -120,7 +120,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                        .telemetry = server->telemetry_.get(),
                        .health = nullptr,
                        .clock = dependencies.clock != nullptr ? dependencies.clock : &RealClock(),
-                       .keep_going = nullptr});
+                       .keep_going = nullptr},
+        server->calls_.get());
     if (!http.ok()) return http.status();
     server->http_ = *std::move(http);
     server->http_port_ = server->http_->port();

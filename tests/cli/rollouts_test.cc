@@ -50,6 +50,25 @@ TEST(Rollouts, ChatMessagesScoreTheLastAssistantMessage) {
   EXPECT_EQ(r->item.completion().text(), "second");
 }
 
+TEST(Rollouts, ContentPartsAreJoined) {
+  absl::StatusOr<Rollout> r = ParseRollout(
+      R"({"completion": [{"role": "assistant", "content": "\\boxed{1}"},
+                         {"role": "user", "content": "again"},
+                         {"role": "assistant", "content": [{"type": "text", "text": "so "},
+                                                           {"type": "image_url", "image_url": {}},
+                                                           {"type": "text", "text": "\\boxed{2}"}]}]})",
+      {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->item.completion().text(), "so \\boxed{2}");
+}
+
+TEST(Rollouts, DeepNestingJustUnderTheLimitIsRead) {
+  const std::string id = std::string(31, '[') + "1" + std::string(31, ']');
+  absl::StatusOr<Rollout> r = ParseRollout(R"({"completion": "x", "id": )" + id + "}", {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->id_json, id);
+}
+
 TEST(Rollouts, RenamedFields) {
   FieldNames names;
   ASSERT_TRUE(RenameField("completion=response", &names).ok());
@@ -92,6 +111,12 @@ TEST(Rollouts, MalformedLinesNameWhatIsWrong) {
       {R"({"prompt_id": "p"})", "field \"completion\" is missing"},
       {R"({"completion": 5})", "field \"completion\": expected a string or a list of chat"},
       {R"({"completion": [{"role": "user", "content": "q"}]})", "without an assistant message"},
+      {R"({"completion": [{"role": "assistant", "content": "a"}, {"role": "assistant",
+          "content": null, "tool_calls": []}]})",
+       "field \"completion\"[1]: the last assistant message has no text content"},
+      {R"({"completion": "x", "external_accuracy": 1e400})", "invalid JSON: number overflow"},
+      {R"({"completion": "x", "id": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]})",
+       "nested deeper than 32 levels"},
       {R"({"completion": "x", "prompt_id": 3})",
        "field \"prompt_id\": expected a string, got number"},
       {R"({"completion": "x", "reference": {"a": 1}})",

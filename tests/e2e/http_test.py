@@ -5,14 +5,16 @@ OpenRLHF's remote reward (POST /get_reward) and slime's (POST /reward) as those 
 them; malformed JSON, wrong methods, unknown profiles and oversized bodies get a 4xx with a
 message and the server keeps serving. Run by ctest; standalone:
 
-  /usr/bin/python3 tests/e2e/http_test.py --binary build/cli/rlscore -v
+  /usr/bin/python3 tests/e2e/http_test.py --binary build/cli/rlscore --stubs build/python -v
 """
 
 import argparse
 import json
 import os
+import socket
 import sys
 import threading
+import time
 import unittest
 import urllib.error
 import urllib.request
@@ -116,10 +118,69 @@ class HttpListenerTest(unittest.TestCase):
         with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % self.port, timeout=10) as r:
             self.assertEqual(r.read(), b"ok\n")
 
-    def test_run_id_feeds_run_health(self):
-        status, _ = post(self.port, "/get_reward?run_id=http-run", self.openrlhf_batch())
+    def run_health(self, run_id):
+        from rlscore.v1 import monitor_pb2, scoring_service_pb2_grpc
+        stub = scoring_service_pb2_grpc.ScoringServiceStub(self.server.channel())
+        reply = stub.GetRunHealth(monitor_pb2.GetRunHealthRequest(run_id=run_id), timeout=10)
+        return reply.runs[0]
+
+    def test_run_id_feeds_run_health_one_batch_per_request(self):
+        for _ in range(3):
+            status, _ = post(self.port, "/get_reward?run_id=http-run", self.openrlhf_batch())
+            self.assertEqual(status, 200)
+        health = self.run_health("http-run")
+        self.assertEqual((health.batches, health.last_step), (3, 2))
+        status, _ = post(self.port, "/reward?run_id=http-run&step=40",
+                         {"response": "<think>a</think> 1", "label": "1"})
         self.assertEqual(status, 200)
+        health = self.run_health("http-run")
+        self.assertEqual((health.batches, health.last_step), (4, 40))
         self.assertIn('rlscore_run_health_level{run="http-run"}', self.server.metrics())
+        status, reply = post(self.port, "/reward?run_id=r&step=x", {"response": "x"})
+        self.assertEqual(status, 400)
+        self.assertIn('query parameter "step": "x" is not an integer', reply["error"])
+
+    def test_what_would_crash_a_json_parser_is_400(self):
+        for body, message in [('{"response": "x", "label": 1e400}', "number overflow"),
+                              ('{"response": "x", "label": %s1%s}' % ("[" * 300, "]" * 300),
+                               "nested deeper than 32 levels"),
+                              ('{"query": ["a"], "labels": [[["1"]]]}',
+                               '"labels"[0][0]: expected a string')]:
+            with self.subTest(body=body[:40]):
+                path = "/get_reward" if "query" in body else "/reward"
+                status, reply = post(self.port, path, body)
+                self.assertEqual(status, 400)
+                self.assertIn(message, reply["error"])
+        status, reply = post(self.port, "/reward?profile=" + "p" * 5000, {"response": "x"})
+        self.assertEqual(status, 400)
+        self.assertIn('query parameter "profile" is longer than 4096 bytes', reply["error"])
+        self.assertEqual(post(self.port, "/reward", {"response": "<think>a</think> 1",
+                                                     "label": True})[0], 200)
+
+    def test_a_prompt_missing_from_its_query_is_counted(self):
+        status, reply = post(self.port, "/get_reward", {
+            "query": ["retokenised prompt <think>a</think> 42"], "prompts": ["<|user|>prompt"],
+            "labels": ["42"]})
+        self.assertEqual(status, 200)
+        self.assertEqual(reply["scores"], [1.0])
+        self.assertRegex(self.server.metrics(), r"rlscore_http_prompt_not_found_total [1-9]")
+        self.assertIn("did not contain their prompt", self.server.log())
+
+    def test_idle_keep_alive_connections_do_not_block_others(self):
+        # Connections that send a request head and part of the body, then wait (slime keeps a
+        # pool of 64 open): the listener still answers new requests.
+        idle = []
+        for _ in range(24):
+            s = socket.create_connection(("127.0.0.1", self.port), timeout=10)
+            s.sendall(b"POST /reward HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+            idle.append(s)
+        self.addCleanup(lambda: [s.close() for s in idle])
+        time.sleep(0.2)  # let the listener take them up
+        start = time.monotonic()
+        status, reply = post(self.port, "/reward", {"response": "<think>a</think> 1",
+                                                    "label": "1"})
+        self.assertEqual((status, reply), (200, 1.1))
+        self.assertLess(time.monotonic() - start, 10)
 
     def test_concurrent_requests_are_all_answered(self):
         replies = [None] * 24
@@ -141,7 +202,9 @@ def main():
     global ARGS
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
+    parser.add_argument("--stubs", required=True, help="directory of the generated Python stubs")
     ARGS, rest = parser.parse_known_args()
+    sys.path.insert(0, ARGS.stubs)
     unittest.main(argv=[sys.argv[0]] + rest)
 
 

@@ -144,11 +144,44 @@ class ScoreCliTest(unittest.TestCase):
         self.assertIn("20 rollouts scored, 0 lines skipped", piped.stderr.decode())
 
     def test_fail_mode_stops_at_the_first_bad_line(self):
-        out = os.path.join(self.dir, "fail.jsonl")
-        failed = run_score(self.input, "--output", out, "--on-error=fail", "--batch-size=1")
-        self.assertEqual(failed.returncode, 1)
-        self.assertIn("rlscore score: line 3: invalid JSON at column", failed.stderr.decode())
-        self.assertEqual([r["line"] for r in self.results(out)], [1, 2])
+        for batch in ["1", "256"]:
+            with self.subTest(batch_size=batch):
+                out = os.path.join(self.dir, "fail.jsonl")
+                failed = run_score(self.input, "--output", out, "--on-error=fail",
+                                   "--batch-size=" + batch)
+                self.assertEqual(failed.returncode, 1)
+                self.assertIn("rlscore score: line 3: invalid JSON at column",
+                              failed.stderr.decode())
+                # The lines before it are scored and written; nothing after it.
+                self.assertEqual([r["line"] for r in self.results(out)], [1, 2])
+
+    def test_a_fatal_error_exits_while_stdin_is_still_open(self):
+        # A producer that keeps its end of the pipe open must not keep rlscore waiting.
+        proc = subprocess.Popen([ARGS.binary, "score", "-", "--on-error=fail"],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            self.addCleanup(pipe.close)
+        proc.stdin.write(b'{"completion": "<think>a</think> 1", "reference": "1"}\nnot json\n')
+        proc.stdin.flush()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            self.fail("rlscore score did not exit after the bad line")
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn(b"line 2: invalid JSON", proc.stderr.read())
+        self.assertIn(b'"verdict":"CORRECT"', proc.stdout.read())
+
+    def test_a_request_level_refusal_stops_the_run(self):
+        server = RunningServer(ARGS.binary, "--max-completions-per-request=10")
+        self.addCleanup(server.stop)
+        done = run_score(self.input, "--output", os.devnull, "--server", server.address)
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("lines 1-257: items: 256 items exceed the limit "
+                      "max_completions_per_request = 10", done.stderr.decode())
+        # Not retried item by item.
+        self.assertNotIn("one at a time", done.stderr.decode())
 
     def test_a_refused_item_is_skipped_alone(self):
         # Over --max-completion-bytes of an in-process config: the batch is refused for that
@@ -164,7 +197,22 @@ class ScoreCliTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr.decode())
         results = [json.loads(l) for l in done.stdout.decode().splitlines()]
         self.assertEqual([r.get("verdict") for r in results], ["CORRECT", None, "CORRECT"])
-        self.assertIn("max_completion_bytes", results[1]["error"])
+        self.assertEqual(results[1]["error"],
+                         "completion.text: 117 bytes exceed the limit max_completion_bytes = 64")
+        # The degraded path says so.
+        self.assertIn("lines 1-3: the batch was refused (items[1].completion.text: ", done.stderr.decode())
+        self.assertIn("scoring its rollouts one at a time", done.stderr.decode())
+
+    def test_numbers_and_nesting_that_would_crash_a_parser_are_skipped(self):
+        lines = ['{"completion": "x", "external_accuracy": 1e400}',
+                 '{"completion": "x", "id": %s1%s}' % ("[" * 100000, "]" * 100000),
+                 '{"completion": "<think>a</think> 1", "reference": "1"}']
+        done = run_score("-", stdin=("\n".join(lines) + "\n").encode())
+        self.assertEqual(done.returncode, 0, done.stderr.decode()[-2000:])
+        results = [json.loads(l) for l in done.stdout.decode().splitlines()]
+        self.assertIn("number overflow", results[0]["error"])
+        self.assertIn("nested deeper than 32 levels", results[1]["error"])
+        self.assertEqual(results[2]["verdict"], "CORRECT")
 
     def test_an_unreachable_server_is_an_error(self):
         done = run_score(self.input, "--server", "127.0.0.1:1", "--timeout-secs", "1")
@@ -175,7 +223,9 @@ class ScoreCliTest(unittest.TestCase):
         for args, message in [(["--on-error=maybe"], "expected skip or fail"),
                               (["--field", "answer=x"], 'unknown field "answer"'),
                               (["--pass-at-k", "0"], "not a k of at least 1"),
-                              (["a.jsonl", "b.jsonl"], "at most one input file")]:
+                              (["a.jsonl", "b.jsonl"], "at most one input file"),
+                              (["--timeout-secs=18446744073709551615"],
+                               "--timeout-secs must be between 1 and 604800")]:
             done = run_score(*args)
             self.assertEqual(done.returncode, 2, args)
             self.assertIn(message, done.stderr.decode())

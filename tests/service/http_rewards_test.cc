@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "service/json_input.h"
+
 namespace rlscore::service {
 namespace {
 
@@ -33,10 +35,16 @@ TEST(OpenRlhf, QueriesBecomeGroupsOfTheirPrompt) {
 }
 
 TEST(OpenRlhf, APromptNotAtTheStartIsFoundInTheQuery) {
+  uint64_t not_found = 0;
   absl::StatusOr<v1::ScoreGroupsRequest> request = OpenRlhfToRequest(
-      R"({"query": ["<s>[INST] q [/INST] answer 3"], "prompts": ["[INST] q [/INST]"]})");
+      R"({"query": ["<s>[INST] q [/INST] answer 3", "re-tokenised q answer 4"],
+          "prompts": ["[INST] q [/INST]", "[INST] q [/INST]"]})",
+      &not_found);
   ASSERT_TRUE(request.ok()) << request.status();
   EXPECT_EQ(request->groups(0).completions(0).text(), " answer 3");
+  // Not found: the whole query is scored, and counted.
+  EXPECT_EQ(request->groups(0).completions(1).text(), "re-tokenised q answer 4");
+  EXPECT_EQ(not_found, 1u);
 }
 
 TEST(OpenRlhf, SamePromptWithAnotherLabelStartsAGroup) {
@@ -65,7 +73,8 @@ TEST(OpenRlhf, MalformedBodiesNameWhatIsWrong) {
       {R"({"query": ["a"], "labels": []})", "\"labels\" has 0 entries"},
       {R"({"query": ["a"], "prompts": [3]})", "\"prompts\"[0]: expected a string"},
       {R"({"query": ["a"], "labels": [{"x": 1}]})", "\"labels\"[0]: expected a string, a number"},
-      {R"({"query": ["a"], "labels": [["1", true]]})", "\"labels\"[0][1]: expected"},
+      {R"({"query": ["a"], "labels": [["1", ["2"]]]})", "\"labels\"[0][1]: expected a string"},
+      {R"({"query": ["a"], "labels": [1e400]})", "invalid JSON: number overflow"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.body);
@@ -104,6 +113,11 @@ TEST(Slime, OneSampleIsAGroupOfOne) {
   EXPECT_EQ(request->groups(0).completions(0).text(), "<think>a</think> 42");
   EXPECT_TRUE(request->groups(0).completions(0).finished());
 
+  absl::StatusOr<v1::ScoreGroupsRequest> boolean =
+      SlimeToRequest(R"({"response": "x", "label": [true, 2.5, "b"]})");
+  ASSERT_TRUE(boolean.ok()) << boolean.status();
+  EXPECT_THAT(boolean->groups(0).references(), ElementsAre("true", "2.5", "b"));
+
   EXPECT_THAT(std::string(SlimeToRequest(R"({"prompt": "q"})").status().message()),
               HasSubstr("\"response\" is missing"));
   EXPECT_THAT(std::string(SlimeToRequest(R"({"response": 3})").status().message()),
@@ -113,6 +127,30 @@ TEST(Slime, OneSampleIsAGroupOfOne) {
   v1::ScoreGroupsResponse response;
   response.add_rewards(1.1);
   EXPECT_EQ(SlimeReply(response), "1.1");
+}
+
+TEST(JsonInput, RefusesWhatWouldCrashOrExhaust) {
+  const std::string deep = std::string(40, '[') + std::string(40, ']');
+  const struct {
+    std::string text;
+    const char* message;
+  } cases[] = {
+      {R"({"a": 1e400})", "invalid JSON: number overflow parsing '1e400'"},
+      {R"({"a": -1e400})", "number overflow"},
+      {R"({"a": )" + deep + "}", "nested deeper than 32 levels (33 seen)"},
+      {"{\"a\": \"\xc3\"}", "invalid JSON at byte"},  // truncated UTF-8
+      {R"({"a": 1} x)", "invalid JSON at byte 10"},
+      {"3", "expected a JSON object, got number"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.text);
+    absl::StatusOr<nlohmann::json> parsed = ParseJsonObject(c.text, "byte");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(parsed.status().message()), HasSubstr(c.message));
+  }
+  const std::string ok_deep = "{\"a\": " + std::string(31, '[') + std::string(31, ']') + "}";
+  EXPECT_TRUE(ParseJsonObject(ok_deep, "byte").ok());
 }
 
 TEST(HttpRewards, EndOfSequenceMarkersAreStripped) {

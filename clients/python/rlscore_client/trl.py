@@ -16,7 +16,8 @@ request: consecutive completions of the same prompt form a group (TRL samples nu
 of each prompt side by side), so the server's zero-variance and run-health telemetry sees real
 groups; with `run_id`, GetRunHealth follows the run step by step (trainer_state.global_step).
 Under data parallelism each process scores its own slice, so a group split between processes
-reaches the server as two smaller groups; the rewards do not change. The server keeps one
+reaches the server as two smaller groups; the rewards do not change, except under a profile
+whose length shape is computed within each group (SHAPE_KIMI). The server keeps one
 telemetry batch per (run_id, step), the last one sent: give each process its own run_id (e.g.
 with its rank) or a run_id on one process only, so that run health sees whole batches.
 
