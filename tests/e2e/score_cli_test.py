@@ -248,8 +248,9 @@ class ScoreCliTest(unittest.TestCase):
             self.skipTest("Debian's chromium is not installed")
         profile = tempfile.mkdtemp(prefix="rlscore-chromium-", dir=self.dir)
         dom = subprocess.run(
-            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + profile,
-             "--dump-dom", "file://" + self.report],
+            [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+             "--no-first-run", "--user-data-dir=" + profile, "--dump-dom",
+             "file://" + self.report],
             capture_output=True, timeout=120)
         self.assertEqual(dom.returncode, 0, dom.stderr.decode()[-2000:])
         page = dom.stdout.decode()
