@@ -194,16 +194,15 @@ int HttpListener::Serve(mg_connection* conn, Protocol protocol) {
   }
 
   const int http_status = HttpStatusOf(status.code());
-  if (status.ok()) {
-    Reply(conn, 200, "application/json",
-          protocol == Protocol::kOpenRlhf ? OpenRlhfReply(response) : SlimeReply(response));
-  } else {
-    Reply(conn, http_status, "application/json",
-          ErrorReply(std::string_view(status.message().data(), status.message().size())));
-  }
+  const std::string reply =
+      !status.ok() ? ErrorReply(std::string_view(status.message().data(), status.message().size()))
+      : protocol == Protocol::kOpenRlhf ? OpenRlhfReply(response)
+                                        : SlimeReply(response);
+  // Counted before the reply is sent, so a client that reads the metrics next sees this request.
   if (context_.metrics != nullptr) {
     context_.metrics->CallFinished(method, status.code(), absl::Now() - start);
   }
+  Reply(conn, http_status, "application/json", reply);
   return http_status;
 }
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -895,6 +896,22 @@ grpc::Status Monitor(v1::ScoringService::Stub& stub,
   return stream->Finish();
 }
 
+// The server counts a stream in rlscore_requests_total when gRPC hands it back (OnDone), which
+// can be just after the client has seen the stream end: scrape until `expected` shows, for up to
+// 10 s, and return the last scrape.
+std::string ScrapeUntil(const Server& server, const std::string& expected) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::string metrics;
+  for (;;) {
+    metrics = testing::HttpGet(server.metrics_port(), "/metrics");
+    if (metrics.find(expected) != std::string::npos ||
+        std::chrono::steady_clock::now() > deadline) {
+      return metrics;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 // A reflection loop like the incident's, after an ordinary start.
 std::string LoopingCompletion() {
   std::string text = "<think>We need the smallest prime factor of 2^20 - 1, so factor it first. ";
@@ -933,10 +950,10 @@ TEST(ServerMonitorGeneration, StopsWhereScoreGroupsReportsTheLoop) {
   EXPECT_EQ(stop->char_offset(), report.char_offset());
   EXPECT_THAT(stop->detail(), HasSubstr("8-gram of words"));
 
-  const std::string metrics = testing::HttpGet(server->metrics_port(), "/metrics");
+  const std::string counted = "rlscore_requests_total{code=\"OK\",method=\"MonitorGeneration\"} 1";
+  const std::string metrics = ScrapeUntil(*server, counted);
   EXPECT_THAT(metrics, HasSubstr("rlscore_generation_stops_total{reason=\"repetition_ngram\"} 1"));
-  EXPECT_THAT(metrics,
-              HasSubstr("rlscore_requests_total{code=\"OK\",method=\"MonitorGeneration\"} 1"));
+  EXPECT_THAT(metrics, HasSubstr(counted));
 }
 
 TEST(ServerMonitorGeneration, TheTokenBudgetStopsAtMaxTokensAndIsCapped) {
@@ -1012,10 +1029,9 @@ TEST(ServerMonitorGeneration, CleanEndsAndBadStreams) {
   SetDeadline(&context);
   v1::ComputeAdvantagesResponse response;
   EXPECT_TRUE(stub->ComputeAdvantages(&context, IncidentRequest(), &response).ok());
-  const std::string metrics = testing::HttpGet(server->metrics_port(), "/metrics");
-  EXPECT_THAT(
-      metrics,
-      HasSubstr("rlscore_requests_total{code=\"CANCELLED\",method=\"MonitorGeneration\"} 1"));
+  const std::string cancelled =
+      "rlscore_requests_total{code=\"CANCELLED\",method=\"MonitorGeneration\"} 1";
+  EXPECT_THAT(ScrapeUntil(*server, cancelled), HasSubstr(cancelled));
 }
 
 }  // namespace
