@@ -40,6 +40,11 @@ FlagSet MakeServeFlags(ServeFlags* f) {
   flags.Add({"metrics-address", "ADDR",
              "Prometheus /metrics address, host:port; empty disables (default 127.0.0.1:9464)",
              str(&o.metrics_address)});
+  flags.Add({"health-address", "ADDR",
+             "a second gRPC listener that serves only grpc.health.v1, for probes that dial the "
+             "Pod IP while the API stays on loopback or a unix socket, e.g. 0.0.0.0:8081; empty "
+             "disables (default empty)",
+             str(&o.health_address)});
   flags.Add({"http-address", "ADDR",
              "HTTP JSON listener for OpenRLHF (POST /get_reward) and slime (POST /reward), "
              "host:port; empty disables (default empty)",

@@ -79,6 +79,7 @@ absl::Status Apply(const config::v1::ServerConfig& file, ServerOptions* options)
   if (file.has_listen_address()) options->listen_address = file.listen_address();
   if (file.has_metrics_address()) options->metrics_address = file.metrics_address();
   if (file.has_http_address()) options->http_address = file.http_address();
+  if (file.has_health_address()) options->health_address = file.health_address();
   if (file.has_drain_timeout_secs()) {
     options->drain_timeout = absl::Seconds(file.drain_timeout_secs());
   }
@@ -196,6 +197,7 @@ std::string ToConfigText(const ServerOptions& options) {
   file.set_listen_address(options.listen_address);
   file.set_metrics_address(options.metrics_address);
   file.set_http_address(options.http_address);
+  file.set_health_address(options.health_address);
   file.set_drain_timeout_secs(static_cast<uint32_t>(absl::ToInt64Seconds(options.drain_timeout)));
   config::v1::Limits* limits = file.mutable_limits();
   limits->set_max_message_bytes(options.limits.max_message_bytes);

@@ -37,6 +37,10 @@ struct ServerOptions {
   std::string listen_address = "127.0.0.1:50051";
   // host:port of the Prometheus endpoint; empty disables it.
   std::string metrics_address = "127.0.0.1:9464";
+  // host:port of a second gRPC listener that serves only grpc.health.v1, for probes that dial an
+  // address the API does not listen on (Kubernetes gRPC probes dial the Pod IP, while a sidecar's
+  // API stays on 127.0.0.1 or a unix socket); empty disables it.
+  std::string health_address;
   // host:port of the HTTP JSON listener (service/http_listener.h: OpenRLHF and slime remote
   // rewards); empty disables it.
   std::string http_address;

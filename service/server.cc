@@ -149,11 +149,28 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   server->port_ = is_unix ? 0 : selected_port;
 
-  grpc::HealthCheckServiceInterface* health = server->grpc_server_->GetHealthCheckService();
-  health->SetServingStatus(true);
-  health->SetServingStatus(kServiceName, true);
-  // A probe of "rlscore.gpu" says whether advantages can use a GPU (SERVING) or only the CPU.
-  health->SetServingStatus(std::string(kGpuHealthName), server->backend_->Name() == "cuda");
+  // The probe listener last, so it never says SERVING for an API that is not listening yet.
+  if (!options.health_address.empty()) {
+    grpc::ServerBuilder probe;
+    probe.AddListeningPort(options.health_address, grpc::InsecureServerCredentials(),
+                           &server->health_port_);
+    probe.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    server->health_server_ = probe.BuildAndStart();
+    if (server->health_server_ == nullptr || server->health_port_ == 0) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot serve health checks on ", options.health_address,
+                       ": the address is in use, invalid or not allowed"));
+    }
+  }
+
+  for (grpc::Server* s : {server->grpc_server_.get(), server->health_server_.get()}) {
+    if (s == nullptr) continue;
+    grpc::HealthCheckServiceInterface* health = s->GetHealthCheckService();
+    health->SetServingStatus(true);
+    health->SetServingStatus(kServiceName, true);
+    // A probe of "rlscore.gpu" says whether advantages can use a GPU (SERVING) or only the CPU.
+    health->SetServingStatus(std::string(kGpuHealthName), server->backend_->Name() == "cuda");
+  }
 
   LogInfo(absl::StrCat(
       "serving rlscore.v1 on ", options.listen_address,
@@ -164,6 +181,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       options.http_address.empty()
           ? std::string()
           : absl::StrCat("; http on ", options.http_address, " (port ", server->http_port_, ")"),
+      options.health_address.empty() ? std::string()
+                                     : absl::StrCat("; health checks on ", options.health_address,
+                                                    " (port ", server->health_port_, ")"),
       "; advantage backend ", Sv(server->backend_->Name())));
   return server;
 }
@@ -173,8 +193,10 @@ Server::~Server() { Shutdown(absl::ZeroDuration()); }
 void Server::Shutdown(absl::Duration grace) {
   std::call_once(shutdown_once_, [&] {
     if (grpc_server_ == nullptr) return;
-    // Health first, so load balancers and probes stop sending before the listener closes.
+    // Health first, so load balancers and probes stop sending before the listener closes; the
+    // probe listener keeps answering NOT_SERVING until the drain is over.
     grpc_server_->GetHealthCheckService()->Shutdown();
+    if (health_server_ != nullptr) health_server_->GetHealthCheckService()->Shutdown();
     // The HTTP listener stops accepting and answers what it has in flight.
     if (http_ != nullptr) http_->Stop();
     const auto deadline = std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace);
@@ -187,6 +209,7 @@ void Server::Shutdown(absl::Duration grace) {
     // gRPC server) is still alive.
     calls_.reset();
     exposer_.reset();
+    if (health_server_ != nullptr) health_server_->Shutdown(std::chrono::system_clock::now());
   });
 }
 

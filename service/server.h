@@ -70,6 +70,8 @@ class Server {
   int metrics_port() const { return metrics_port_; }
   // The bound port of the HTTP JSON listener; 0 when it is disabled.
   int http_port() const { return http_port_; }
+  // The bound port of the health-only listener; 0 when it is disabled.
+  int health_port() const { return health_port_; }
   Metrics& metrics() { return *metrics_; }
   // Per-run telemetry recorded from ScoreGroups requests that carry a run_id.
   const RunTelemetry& telemetry() const { return *telemetry_; }
@@ -95,9 +97,12 @@ class Server {
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::unique_ptr<HttpListener> http_;
+  // Serves only grpc.health.v1 (options.health_address), mirroring grpc_server_'s statuses.
+  std::unique_ptr<grpc::Server> health_server_;
   int port_ = 0;
   int metrics_port_ = 0;
   int http_port_ = 0;
+  int health_port_ = 0;
   std::once_flag shutdown_once_;
 };
 

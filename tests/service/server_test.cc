@@ -584,6 +584,57 @@ TEST(ServerShutdown, DrainsInFlightCallsAndRefusesNewOnes) {
   EXPECT_EQ(in_flight_response.backend(), "gated-cpu");
 }
 
+// Kubernetes gRPC probes dial the Pod IP: a health-only listener answers them while the API
+// stays on loopback, and says NOT_SERVING while the server drains.
+TEST(ServerListen, AHealthOnlyListenerAnswersProbesAndDrains) {
+  auto backend = std::make_shared<GatedBackend>();
+  ServerOptions options = TestOptions();
+  options.health_address = "127.0.0.1:0";
+  std::unique_ptr<Server> server = StartOrDie(options, {.backend = backend});
+  ASSERT_NE(server, nullptr);
+  ASSERT_GT(server->health_port(), 0);
+  ASSERT_NE(server->health_port(), server->port());
+  auto probe = ChannelTo("127.0.0.1:" + std::to_string(server->health_port()));
+  EXPECT_EQ(testing::HealthStatus(probe, ""), 1);
+  EXPECT_EQ(testing::HealthStatus(probe, "rlscore.v1.ScoringService"), 1);
+  EXPECT_EQ(testing::HealthStatus(probe, std::string(kGpuHealthName)), 2);
+  // Only health is served there.
+  std::string ignored;
+  EXPECT_EQ(testing::RawUnaryCall(probe, "/rlscore.v1.ScoringService/ComputeAdvantages",
+                                  IncidentRequest().SerializeAsString(), &ignored)
+                .error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+
+  // A second server cannot take the same probe port.
+  ServerOptions clash = TestOptions();
+  clash.health_address = "127.0.0.1:" + std::to_string(server->health_port());
+  absl::StatusOr<std::unique_ptr<Server>> second = Server::Start(clash);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(second.status().message()),
+              HasSubstr("cannot serve health checks on " + clash.health_address));
+
+  // Drain with a call held: the probe port stays up and says NOT_SERVING.
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+  std::thread caller([&] {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ComputeAdvantagesResponse response;
+    EXPECT_TRUE(stub->ComputeAdvantages(&context, IncidentRequest(), &response).ok());
+  });
+  backend->WaitUntilEntered(1);
+  std::thread stopper([&] { server->Shutdown(absl::Seconds(60)); });
+  int status = 1;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (status == 1 && std::chrono::steady_clock::now() < deadline) {
+    status = testing::HealthStatus(probe, "");
+  }
+  EXPECT_EQ(status, 2);  // NOT_SERVING
+  backend->Release();
+  caller.join();
+  stopper.join();
+}
+
 TEST(ServerConcurrency, ALongCallDoesNotStarveHealthOrOtherCalls) {
   auto backend = std::make_shared<GatedBackend>();
   ServerOptions options = TestOptions();
