@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/health.h"
 #include "cli/score.h"
 #include "cli/serve.h"
 
@@ -17,6 +18,7 @@ constexpr char kUsage[] =
     "Commands:\n"
     "  serve     run the gRPC scoring service (rlscore serve --help for its flags)\n"
     "  score     score a JSONL file of rollouts, in-process or on a server (rlscore score --help)\n"
+    "  health    ask a server whether it is SERVING; exit 0 if so (rlscore health --help)\n"
     "  version   print the version\n"
     "  help      show this help\n";
 
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
   const std::string command = argc > 1 ? argv[1] : "";
   if (command == "serve") return rlscore::cli::RunServe(args);
   if (command == "score") return rlscore::cli::RunScoreCommand(args);
+  if (command == "health") return rlscore::cli::RunHealthCommand(args);
   if (command == "version" || command == "--version") {
     std::cout << "rlscore " << RLSCORE_VERSION << "\n";
     return 0;

@@ -176,6 +176,38 @@ class RolloutWorkerTest(unittest.TestCase):
         self.assertIn("finished: no STOP", self.run_worker("--no-loop"))
 
 
+class ProbeTest(unittest.TestCase):
+    """--health-address and `rlscore health`: what a Kubernetes probe or a container check runs."""
+
+    def health(self, *args):
+        return subprocess.run([ARGS.binary, "health", *args], capture_output=True, text=True,
+                              timeout=60)
+
+    def test_the_probe_listener_and_the_health_command(self):
+        server = start_server("--health-address=127.0.0.1:0")
+        self.addCleanup(server.stop)
+        probe = re.search(r"health checks on \S+ \(port (\d+)\)", server.log())
+        self.assertIsNotNone(probe, server.log())
+        address = "--address=127.0.0.1:" + probe.group(1)
+        ok = self.health(address)
+        self.assertEqual((ok.returncode, ok.stdout.strip()),
+                         (0, "127.0.0.1:%s: SERVING" % probe.group(1)))
+        # The API port answers too; the GPU is NOT_SERVING without a device.
+        self.assertEqual(self.health("--address=" + server.address).returncode, 0)
+        gpu = self.health(address, "--service=rlscore.gpu")
+        self.assertEqual(gpu.returncode, 1)
+        self.assertIn("NOT_SERVING", gpu.stdout)
+        unknown = self.health(address, "--service=nope")
+        self.assertEqual(unknown.returncode, 1)
+        self.assertIn("service name unknown", unknown.stderr)
+
+    def test_no_server_is_a_failure_within_the_timeout(self):
+        done = self.health("--address=127.0.0.1:1", "--timeout-secs=1")
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("rlscore health: 127.0.0.1:1:", done.stderr)
+        self.assertEqual(self.health("--timeout-secs=0").returncode, 2)
+
+
 class DefaultsTest(unittest.TestCase):
 
     def test_print_config_shows_the_built_in_addresses(self):
