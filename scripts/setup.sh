@@ -18,9 +18,11 @@ packages=(
   python3-grpcio python3-protobuf curl
 )
 # `--test-tools`: what only the tests use (scripts/test.sh passes it): headless Chromium opens the
-# HTML report of `rlscore score`.
+# HTML report of `rlscore score`; podman (with runc) and mmdebstrap build and run the container
+# image from a locally made Debian base (tests/docker); yamllint, jsonschema, PyYAML and unzip
+# check the Helm chart (tests/helm, which fetches helm itself).
 if [ "${1:-}" = "--test-tools" ]; then
-  packages+=(chromium)
+  packages+=(chromium podman runc mmdebstrap yamllint python3-jsonschema python3-yaml unzip)
 fi
 
 missing=()

@@ -12,5 +12,6 @@ bash scripts/build.sh build
 ctest --test-dir build --output-on-failure --timeout 300 -j "$jobs" "$@"
 
 echo "== again without CUDA (RLSCORE_WITH_CUDA=OFF) =="
-bash scripts/build.sh build-nocuda -DRLSCORE_WITH_CUDA=OFF -DRLSCORE_BUILD_BENCH=OFF
+bash scripts/build.sh build-nocuda -DRLSCORE_WITH_CUDA=OFF -DRLSCORE_BUILD_BENCH=OFF \
+  -DRLSCORE_DEPLOY_TESTS=OFF
 ctest --test-dir build-nocuda --output-on-failure --timeout 300 -j "$jobs" "$@"

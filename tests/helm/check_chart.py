@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+"""What the chart must render, scenario by scenario (tests/helm/chart_test.sh renders them).
+
+  /usr/bin/python3 tests/helm/check_chart.py RENDERED_DIR
+
+RENDERED_DIR holds one `helm template` output per scenario (standalone.yaml, full.yaml,
+sidecar-native.yaml, sidecar-classic.yaml). The Kubernetes object schemas are checked separately
+(validate_manifests.mjs); this checks the chart's design: probes on the health-only port, the API
+address per mode, non-root and a read-only root, the native sidecar, the GPU resource, the
+monitoring objects and the test hook.
+"""
+
+import os
+import sys
+import unittest
+
+import yaml
+
+RENDERED = None
+
+
+def load(scenario):
+    with open(os.path.join(RENDERED, scenario + ".yaml")) as f:
+        return [d for d in yaml.safe_load_all(f) if d]
+
+
+def by_kind(objects, kind):
+    return [o for o in objects if o["kind"] == kind]
+
+
+def rlscore_container(pod_spec):
+    containers = pod_spec.get("initContainers", []) + pod_spec["containers"]
+    (found,) = [c for c in containers if c["name"] == "rlscore"]
+    return found
+
+
+class Standalone(unittest.TestCase):
+    def setUp(self):
+        self.objects = load("standalone")
+        (self.deployment,) = by_kind(self.objects, "Deployment")
+        self.pod = self.deployment["spec"]["template"]["spec"]
+        self.container = rlscore_container(self.pod)
+
+    def test_api_on_all_interfaces_probes_on_the_health_port(self):
+        args = self.container["args"]
+        self.assertIn("--listen-address=0.0.0.0:50051", args)
+        self.assertIn("--health-address=0.0.0.0:8081", args)
+        self.assertIn("--metrics-address=0.0.0.0:9464", args)
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            self.assertEqual(self.container[probe]["grpc"], {"port": 8081}, probe)
+        ports = {p["name"]: p["containerPort"] for p in self.container["ports"]}
+        self.assertEqual(ports, {"grpc": 50051, "health": 8081, "metrics": 9464})
+
+    def test_non_root_read_only_no_privilege(self):
+        self.assertTrue(self.pod["securityContext"]["runAsNonRoot"])
+        self.assertEqual(self.pod["securityContext"]["runAsUser"], 10001)
+        sc = self.container["securityContext"]
+        self.assertTrue(sc["readOnlyRootFilesystem"])
+        self.assertFalse(sc["allowPrivilegeEscalation"])
+        self.assertEqual(sc["capabilities"]["drop"], ["ALL"])
+
+    def test_drain_fits_the_grace_period(self):
+        self.assertIn("--drain-timeout-secs=30", self.container["args"])
+        self.assertGreater(self.pod["terminationGracePeriodSeconds"], 30)
+
+    def test_no_gpu_no_config_no_monitoring_by_default(self):
+        self.assertNotIn("nvidia.com/gpu", self.container["resources"].get("limits", {}))
+        self.assertFalse(any(a.startswith("--config") for a in self.container["args"]))
+        kinds = sorted(o["kind"] for o in self.objects)
+        self.assertEqual(kinds, ["Deployment", "Pod", "Service"])
+
+    def test_service_and_test_hook(self):
+        (service,) = by_kind(self.objects, "Service")
+        self.assertEqual({p["name"]: p["port"] for p in service["spec"]["ports"]},
+                         {"grpc": 50051, "metrics": 9464})
+        self.assertEqual(service["spec"]["selector"],
+                         self.deployment["spec"]["selector"]["matchLabels"])
+        (hook,) = by_kind(self.objects, "Pod")
+        self.assertEqual(hook["metadata"]["annotations"]["helm.sh/hook"], "test")
+        test = hook["spec"]["containers"][0]
+        self.assertEqual(test["command"], ["/usr/local/bin/rlscore", "health"])
+        self.assertIn("--address=%s:50051" % service["metadata"]["name"], test["args"])
+
+
+class Full(unittest.TestCase):
+    """GPU, a config file, the HTTP listener, ServiceMonitor and PrometheusRule."""
+
+    def setUp(self):
+        self.objects = load("full")
+        (deployment,) = by_kind(self.objects, "Deployment")
+        self.pod = deployment["spec"]["template"]["spec"]
+        self.container = rlscore_container(self.pod)
+
+    def test_gpu_limit_and_the_requests_kept(self):
+        resources = self.container["resources"]
+        self.assertEqual(resources["limits"]["nvidia.com/gpu"], 1)
+        self.assertEqual(resources["limits"]["memory"], "4Gi")
+        self.assertEqual(resources["requests"]["cpu"], "2")
+
+    def test_config_from_a_configmap(self):
+        (configmap,) = by_kind(self.objects, "ConfigMap")
+        self.assertIn('name: "dapo"', configmap["data"]["server.textproto"])
+        self.assertIn("--config=/etc/rlscore/server.textproto", self.container["args"])
+        (volume,) = self.pod["volumes"]
+        self.assertEqual(volume["configMap"]["name"], configmap["metadata"]["name"])
+        self.assertEqual(self.container["volumeMounts"][0]["mountPath"], "/etc/rlscore")
+
+    def test_http_listener(self):
+        self.assertIn("--http-address=0.0.0.0:5000", self.container["args"])
+        (service,) = by_kind(self.objects, "Service")
+        self.assertIn({"name": "http", "port": 5000, "targetPort": "http"},
+                      service["spec"]["ports"])
+
+    def test_service_monitor(self):
+        (monitor,) = by_kind(self.objects, "ServiceMonitor")
+        self.assertEqual(monitor["spec"]["endpoints"][0]["port"], "metrics")
+        self.assertEqual(monitor["metadata"]["labels"]["release"], "prometheus")
+
+    def test_alerts_are_the_run_health_signals(self):
+        (rule,) = by_kind(self.objects, "PrometheusRule")
+        alerts = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"]}
+        for name, signal, warn, critical in [
+                ("ZeroVarianceFraction", "zero_variance_fraction", "0.5", "0.75"),
+                ("LengthGrowth", "mean_length_growth", "1.5", "2"),
+                ("TruncationRate", "truncation_rate", "0.1", "0.3"),
+                ("RepetitionRate", "repetition_rate", "0.1", "0.3")]:
+            expr = 'max by (run) (rlscore_run_signal{signal="%s"}) > ' % signal
+            self.assertEqual(alerts["Rlscore" + name]["expr"], expr + warn)
+            self.assertEqual(alerts["Rlscore" + name]["labels"]["severity"], "warning")
+            self.assertEqual(alerts["Rlscore%sCritical" % name]["expr"], expr + critical)
+            self.assertIn("{{ $labels.run }}", alerts["Rlscore" + name]["annotations"]["summary"])
+        self.assertIn("rlscore_run_health_level", alerts["RlscoreRunCritical"]["expr"])
+        self.assertIn("RlscoreGpuFallback", alerts)
+
+
+class Sidecar(unittest.TestCase):
+    def test_native_sidecar_on_a_unix_socket(self):
+        objects = load("sidecar-native")
+        self.assertEqual(by_kind(objects, "Service"), [])
+        (deployment,) = by_kind(objects, "Deployment")
+        self.assertTrue(deployment["metadata"]["name"].endswith("-example-trainer"))
+        pod = deployment["spec"]["template"]["spec"]
+        (sidecar,) = pod["initContainers"]
+        self.assertEqual(sidecar["name"], "rlscore")
+        self.assertEqual(sidecar["restartPolicy"], "Always")
+        self.assertIn("--listen-address=unix:/run/rlscore/rlscore.sock", sidecar["args"])
+        # The API is not on a port; the probes still have the health listener on the Pod IP.
+        self.assertNotIn("grpc", [p["name"] for p in sidecar["ports"]])
+        self.assertEqual(sidecar["readinessProbe"]["grpc"], {"port": 8081})
+        (trainer,) = pod["containers"]
+        self.assertEqual(trainer["env"][0]["value"], "unix:/run/rlscore/rlscore.sock")
+        mounts = {c["name"]: c["volumeMounts"][0]["mountPath"] for c in (sidecar, trainer)}
+        self.assertEqual(mounts, {"rlscore": "/run/rlscore", "trainer": "/run/rlscore"})
+        self.assertEqual(pod["volumes"], [{"name": "rlscore-socket", "emptyDir": {}}])
+        (monitor,) = by_kind(objects, "PodMonitor")
+        self.assertEqual(monitor["spec"]["selector"]["matchLabels"],
+                         {"rlscore.io/sidecar": deployment["spec"]["template"]["metadata"]
+                          ["labels"]["rlscore.io/sidecar"]})
+
+    def test_classic_sidecar_on_loopback(self):
+        objects = load("sidecar-classic")
+        (deployment,) = by_kind(objects, "Deployment")
+        pod = deployment["spec"]["template"]["spec"]
+        self.assertNotIn("initContainers", pod)
+        self.assertEqual([c["name"] for c in pod["containers"]], ["trainer", "rlscore"])
+        sidecar = rlscore_container(pod)
+        self.assertIn("--listen-address=127.0.0.1:50051", sidecar["args"])
+        self.assertNotIn("restartPolicy", sidecar)
+        self.assertEqual(by_kind(objects, "Pod"), [])  # the test hook is standalone only
+
+
+if __name__ == "__main__":
+    RENDERED = sys.argv.pop(1)
+    unittest.main(verbosity=2)
