@@ -37,7 +37,8 @@ absl::StatusOr<v1::ScoreGroupsRequest> OpenRlhfToRequest(std::string_view body,
 std::string OpenRlhfReply(const v1::ScoreGroupsResponse& response);
 
 // One slime sample as a group of one. "label" may be a string, a number, a boolean, a list of
-// those (any matches), or missing; "prompt" is not scored (a chat template already separated the response).
+// those (any matches), or missing; "prompt" is not scored (a chat template already separated the
+// response).
 absl::StatusOr<v1::ScoreGroupsRequest> SlimeToRequest(std::string_view body);
 
 // The total reward as a JSON number: slime uses the reply's JSON value as the reward.
