@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# Builds the runtime image of docker/Dockerfile with podman and checks the container: it starts as
-# the non-root user 10001 on a read-only root filesystem, answers gRPC health checks on the API
-# port and on the probe port, serves a ComputeAdvantages call and /metrics, and exits 0 on
-# SIGTERM.
+# Builds docker/Dockerfile with podman and checks the containers: each starts as the non-root
+# user 10001 on a read-only root filesystem, answers gRPC health checks on the API port and on the
+# probe port (and to `rlscore health` inside), serves a ComputeAdvantages call and /metrics, and
+# exits 0 on SIGTERM. Two images: the `runtime-prebuilt` target (the runtime stage with the binary
+# this build produced) and the default target, whose builder stage compiles rlscore inside.
 #
 # No image registry is reachable here, so the Debian 12 base is built locally with mmdebstrap
-# (cached as localhost/rlscore-test-base:bookworm), and the image is the Dockerfile's
-# `runtime-prebuilt` target: the runtime stage with the binary this build produced. (The full
-# image, `runtime`, compiles inside the builder stage: docker/README.md.)
+# (cached as localhost/rlscore-test-base:bookworm).
 #
 # Usage: tests/docker/container_test.sh BINARY STUBS_DIR
 # Exits 77 (ctest: skipped) when podman cannot run any container on this machine.
@@ -18,10 +17,10 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 export CONTAINERS_CONF=$repo/tests/docker/containers.conf
 base=localhost/rlscore-test-base:bookworm
 image=localhost/rlscore-test:latest
-name=rlscore-test-$$
 work=$(mktemp -d)
+containers=()
 cleanup() {
-  podman rm -f "$name" >/dev/null 2>&1 || true
+  for c in "${containers[@]}"; do podman rm -f "$c" >/dev/null 2>&1 || true; done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -48,19 +47,17 @@ if ! podman run --rm "$base" true; then
   exit 77
 fi
 
-mkdir "$work/prebuilt"
-cp "$binary" "$work/prebuilt/rlscore"
-podman build --quiet --format docker -f "$repo/docker/Dockerfile" --target runtime-prebuilt \
-  --build-arg BASE="$base" --build-context prebuilt="$work/prebuilt" -t "$image" "$repo"
-
-# --no-healthcheck: podman schedules HEALTHCHECK with systemd timers, and there is no systemd
-# here; the same check (`rlscore health`) is run below with podman exec.
-podman run -d --name "$name" --read-only --no-healthcheck \
-  -p 127.0.0.1::50051 -p 127.0.0.1::8081 -p 127.0.0.1::9464 "$image" >/dev/null
-port_of() { podman port "$name" "$1" | head -n 1 | sed 's/.*://'; }
-
-/usr/bin/python3 - "$stubs" "$repo/tests/e2e" "$(port_of 50051)" "$(port_of 8081)" \
-  "$(port_of 9464)" "$name" <<'PY'
+# Runs IMAGE read-only and checks it; a failure exits the script.
+check_image() {
+  local image=$1 name=rlscore-test-$$-$2
+  # --no-healthcheck: podman schedules HEALTHCHECK with systemd timers, and there is no systemd
+  # here; the same check (`rlscore health`) is run below with podman exec.
+  podman run -d --name "$name" --read-only --no-healthcheck \
+    -p 127.0.0.1::50051 -p 127.0.0.1::8081 -p 127.0.0.1::9464 "$image" >/dev/null
+  containers+=("$name")
+  port_of() { podman port "$name" "$1" | head -n 1 | sed 's/.*://'; }
+  /usr/bin/python3 - "$stubs" "$repo/tests/e2e" "$(port_of 50051)" "$(port_of 8081)" \
+    "$(port_of 9464)" "$name" <<'PY'
 import subprocess, sys, time, urllib.request
 stubs, e2e, api, probe, metrics, name = sys.argv[1:]
 sys.path[:0] = [stubs, e2e]
@@ -100,13 +97,36 @@ print("container_test: SERVING on the API and probe ports (also to `rlscore heal
       "a call answered, /metrics served, "
       "running as uid/gid %s/%s on a read-only root" % tuple(uid))
 PY
+  podman stop --time 30 "$name" >/dev/null
+  local code
+  code=$(podman inspect --format '{{.State.ExitCode}}' "$name")
+  if [ "$code" != 0 ]; then
+    echo "container_test: $image exited $code after SIGTERM, expected 0"
+    podman logs "$name" | tail -n 20
+    exit 1
+  fi
+  echo "container_test: $image: SIGTERM -> exit 0"
+}
 
-podman stop --time 30 "$name" >/dev/null
-code=$(podman inspect --format '{{.State.ExitCode}}' "$name")
-if [ "$code" != 0 ]; then
-  echo "container_test: exit code $code after SIGTERM, expected 0"
-  podman logs "$name" | tail -n 20
-  exit 1
+# 1. The runtime stage with the binary under test.
+mkdir "$work/prebuilt"
+cp "$binary" "$work/prebuilt/rlscore"
+podman build --quiet --format docker -f "$repo/docker/Dockerfile" --target runtime-prebuilt \
+  --build-arg BASE="$base" --build-context prebuilt="$work/prebuilt" -t "$image" "$repo" >/dev/null
+check_image "$image" prebuilt
+
+# 2. The whole Dockerfile: the builder stage runs scripts/build.sh inside the image (a few
+#    minutes). The host's CA bundle is passed for npm, for machines behind a TLS-intercepting
+#    proxy. RLSCORE_CONTAINER_FULL=0 skips it.
+if [ "${RLSCORE_CONTAINER_FULL:-1}" != 0 ]; then
+  ca_args=()
+  if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
+    ca_args=(-v /etc/ssl/certs/ca-certificates.crt:/run/host-ca.crt:ro
+             --build-arg NODE_EXTRA_CA_CERTS=/run/host-ca.crt)
+  fi
+  start=$(date +%s)
+  podman build --quiet --format docker -f "$repo/docker/Dockerfile" --build-arg BASE="$base" \
+    "${ca_args[@]}" -t "$image-full" "$repo" >/dev/null
+  echo "container_test: the full image built in $(( $(date +%s) - start )) s"
+  check_image "$image-full" full
 fi
-echo "container_test: SIGTERM -> exit 0"
-podman logs "$name" 2>&1 | tail -n 3
