@@ -5,8 +5,12 @@
 #include <grpcpp/health_check_service_interface.h>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <exception>
 
 #include "absl/strings/match.h"
@@ -148,6 +152,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                                                ": the address is in use, invalid or not allowed"));
   }
   server->port_ = is_unix ? 0 : selected_port;
+  if (is_unix) {
+    // gRPC leaves the socket 0755 (umask applied), and connecting needs write permission: let
+    // the group connect too, so a trainer that shares the pod's fsGroup but not our uid can.
+    const std::string path = options.listen_address.substr(std::string_view("unix:").size());
+    if (chmod(path.c_str(), 0660) != 0) {
+      LogWarning(absl::StrCat("cannot make ", path, " group-writable (", std::strerror(errno),
+                              "): only uid ", getuid(), " can connect"));
+    }
+  }
 
   // The probe listener last, so it never says SERVING for an API that is not listening yet.
   if (!options.health_address.empty()) {

@@ -52,7 +52,8 @@ check_image() {
   local image=$1 name=rlscore-test-$$-$2
   # --no-healthcheck: podman schedules HEALTHCHECK with systemd timers, and there is no systemd
   # here; the same check (`rlscore health`) is run below with podman exec.
-  podman run -d --name "$name" --read-only --no-healthcheck \
+  # --read-only-tmpfs=false: no writable /tmp or /run either, like readOnlyRootFilesystem.
+  podman run -d --name "$name" --read-only --read-only-tmpfs=false --no-healthcheck \
     -p 127.0.0.1::50051 -p 127.0.0.1::8081 -p 127.0.0.1::9464 "$image" >/dev/null
   containers+=("$name")
   port_of() { podman port "$name" "$1" | head -n 1 | sed 's/.*://'; }
@@ -89,11 +90,17 @@ assert b"rlscore_build_info" in text
 uid = subprocess.run(["podman", "exec", name, "/bin/sh", "-c", "id -u; id -g"],
                      capture_output=True, text=True, check=True).stdout.split()
 assert uid == ["10001", "10001"], uid
-# The image's own health command (its HEALTHCHECK, and the chart's test hook), from inside.
-check = subprocess.run(["podman", "exec", name, "/usr/local/bin/rlscore", "health",
-                        "--address=127.0.0.1:8081"], capture_output=True, text=True)
-assert check.returncode == 0 and "SERVING" in check.stdout, (check.stdout, check.stderr)
-print("container_test: SERVING on the API and probe ports (also to `rlscore health` inside), "
+# The image's own HEALTHCHECK command, as the image declares it, run inside.
+import json
+inspect = subprocess.run(["podman", "image", "inspect", "--format", "{{json .HealthCheck}}",
+                          subprocess.run(["podman", "inspect", "--format", "{{.Image}}", name],
+                                         capture_output=True, text=True, check=True).stdout.strip()],
+                         capture_output=True, text=True, check=True).stdout
+test = json.loads(inspect)["Test"]
+assert test[0] == "CMD", test
+check = subprocess.run(["podman", "exec", name, *test[1:]], capture_output=True, text=True)
+assert check.returncode == 0 and "SERVING" in check.stdout, (test, check.stdout, check.stderr)
+print("container_test: SERVING on the API and probe ports (and to the image's HEALTHCHECK), "
       "a call answered, /metrics served, "
       "running as uid/gid %s/%s on a read-only root" % tuple(uid))
 PY

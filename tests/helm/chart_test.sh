@@ -76,10 +76,12 @@ render() {  # scenario, then helm flags
 render standalone
 render full --set gpu.enabled=true --set serviceMonitor.enabled=true \
   --set serviceMonitor.labels.release=prometheus --set prometheusRule.enabled=true \
-  --set ports.http=5000 --set-string config='profiles { name: "dapo" }'
+  --set ports.http=5000 --set-string config='  profiles { name: "dapo" }
+' --set-string 'server.extraArgs[0]=--log-prefix=a: b #c'
 render sidecar-native --set mode=sidecar --set sidecar.example=true \
   --set listen.unixSocket=/run/rlscore/rlscore.sock --set serviceMonitor.enabled=true
-render sidecar-classic --set mode=sidecar --set sidecar.example=true --set sidecar.native=false
+render sidecar-classic --set mode=sidecar --set sidecar.example=true --set sidecar.native=false \
+  --set ports.http=5000
 
 echo "== yamllint (rendered) =="
 yamllint -d '{extends: relaxed, rules: {line-length: disable, indentation: {indent-sequences: whatever}}}' \
@@ -124,6 +126,18 @@ refuse "grpc" --set ports.grpc=70000
 refuse "Additional property portz is not allowed" --set portz=1
 refuse "gpu" --set server.gpu=maybe
 refuse "extraArgs" --set 'server.extraArgs[0]=no-dashes'
+refuse "unixSocket" --set listen.unixSocket=/x.sock
+refuse "ports must differ" --set ports.metrics=8081
+refuse "must exceed server.drainTimeoutSecs + preStopSleepSeconds" \
+  --set server.drainTimeoutSecs=60
+refuse "prometheusRule.truncationRate: warn (0.5) must not exceed critical (0.2)" \
+  --set-json 'prometheusRule.truncationRate={"warn": 0.5, "critical": 0.2}'
+if out=$("$helm" template rls "$chart" --kube-version 1.28.0 --set mode=sidecar \
+      --set sidecar.example=true 2>&1) || ! grep -qF "sidecar.native needs Kubernetes >= 1.29" <<<"$out"; then
+  echo "chart_test: a native sidecar on Kubernetes 1.28 was not refused: $out" >&2
+  exit 1
+fi
+echo "refused a native sidecar on --kube-version 1.28.0"
 if "$helm" template rls "$chart" --kube-version 1.24.0 >/dev/null 2>&1; then
   echo "chart_test: Kubernetes 1.24 accepted, below the chart's kubeVersion" >&2
   exit 1

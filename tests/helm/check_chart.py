@@ -49,7 +49,8 @@ class Standalone(unittest.TestCase):
         for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
             self.assertEqual(self.container[probe]["grpc"], {"port": 8081}, probe)
         ports = {p["name"]: p["containerPort"] for p in self.container["ports"]}
-        self.assertEqual(ports, {"grpc": 50051, "health": 8081, "metrics": 9464})
+        self.assertEqual(ports,
+                         {"rlscore-grpc": 50051, "rlscore-health": 8081, "rlscore-metrics": 9464})
 
     def test_non_root_read_only_no_privilege(self):
         self.assertTrue(self.pod["securityContext"]["runAsNonRoot"])
@@ -61,7 +62,9 @@ class Standalone(unittest.TestCase):
 
     def test_drain_fits_the_grace_period(self):
         self.assertIn("--drain-timeout-secs=30", self.container["args"])
-        self.assertGreater(self.pod["terminationGracePeriodSeconds"], 30)
+        self.assertEqual(self.container["lifecycle"]["preStop"]["exec"]["command"],
+                         ["/bin/sleep", "5"])
+        self.assertGreater(self.pod["terminationGracePeriodSeconds"], 30 + 5)
 
     def test_no_gpu_no_config_no_monitoring_by_default(self):
         self.assertNotIn("nvidia.com/gpu", self.container["resources"].get("limits", {}))
@@ -75,6 +78,8 @@ class Standalone(unittest.TestCase):
                          {"grpc": 50051, "metrics": 9464})
         self.assertEqual(service["spec"]["selector"],
                          self.deployment["spec"]["selector"]["matchLabels"])
+        self.assertEqual([p["targetPort"] for p in service["spec"]["ports"]],
+                         ["rlscore-grpc", "rlscore-metrics"])
         (hook,) = by_kind(self.objects, "Pod")
         self.assertEqual(hook["metadata"]["annotations"]["helm.sh/hook"], "test")
         test = hook["spec"]["containers"][0]
@@ -99,17 +104,21 @@ class Full(unittest.TestCase):
 
     def test_config_from_a_configmap(self):
         (configmap,) = by_kind(self.objects, "ConfigMap")
-        self.assertIn('name: "dapo"', configmap["data"]["server.textproto"])
+        # Verbatim, leading indentation included.
+        self.assertEqual(configmap["data"]["server.textproto"],
+                         '  profiles { name: "dapo" }\n')
         self.assertIn("--config=/etc/rlscore/server.textproto", self.container["args"])
         (volume,) = self.pod["volumes"]
         self.assertEqual(volume["configMap"]["name"], configmap["metadata"]["name"])
         self.assertEqual(self.container["volumeMounts"][0]["mountPath"], "/etc/rlscore")
 
-    def test_http_listener(self):
+    def test_http_listener_and_quoted_args(self):
         self.assertIn("--http-address=0.0.0.0:5000", self.container["args"])
         (service,) = by_kind(self.objects, "Service")
-        self.assertIn({"name": "http", "port": 5000, "targetPort": "http"},
+        self.assertIn({"name": "http", "port": 5000, "targetPort": "rlscore-http"},
                       service["spec"]["ports"])
+        # An extra flag with YAML-special characters arrives as the string it was.
+        self.assertEqual(self.container["args"][-1], "--log-prefix=a: b #c")
 
     def test_service_monitor(self):
         (monitor,) = by_kind(self.objects, "ServiceMonitor")
@@ -124,7 +133,7 @@ class Full(unittest.TestCase):
                 ("LengthGrowth", "mean_length_growth", "1.5", "2"),
                 ("TruncationRate", "truncation_rate", "0.1", "0.3"),
                 ("RepetitionRate", "repetition_rate", "0.1", "0.3")]:
-            expr = 'max by (run) (rlscore_run_signal{signal="%s"}) > ' % signal
+            expr = 'max by (run) (rlscore_run_signal{signal="%s"}) >= ' % signal
             self.assertEqual(alerts["Rlscore" + name]["expr"], expr + warn)
             self.assertEqual(alerts["Rlscore" + name]["labels"]["severity"], "warning")
             self.assertEqual(alerts["Rlscore%sCritical" % name]["expr"], expr + critical)
@@ -145,7 +154,8 @@ class Sidecar(unittest.TestCase):
         self.assertEqual(sidecar["restartPolicy"], "Always")
         self.assertIn("--listen-address=unix:/run/rlscore/rlscore.sock", sidecar["args"])
         # The API is not on a port; the probes still have the health listener on the Pod IP.
-        self.assertNotIn("grpc", [p["name"] for p in sidecar["ports"]])
+        self.assertNotIn("rlscore-grpc", [p["name"] for p in sidecar["ports"]])
+        self.assertNotIn("lifecycle", sidecar)  # the trainer's pod decides when it stops
         self.assertEqual(sidecar["readinessProbe"]["grpc"], {"port": 8081})
         (trainer,) = pod["containers"]
         self.assertEqual(trainer["env"][0]["value"], "unix:/run/rlscore/rlscore.sock")
@@ -153,6 +163,8 @@ class Sidecar(unittest.TestCase):
         self.assertEqual(mounts, {"rlscore": "/run/rlscore", "trainer": "/run/rlscore"})
         self.assertEqual(pod["volumes"], [{"name": "rlscore-socket", "emptyDir": {}}])
         (monitor,) = by_kind(objects, "PodMonitor")
+        self.assertEqual(monitor["spec"]["podMetricsEndpoints"][0]["port"], "rlscore-metrics")
+        self.assertEqual(monitor["spec"]["namespaceSelector"], {"matchNames": ["rl"]})
         self.assertEqual(monitor["spec"]["selector"]["matchLabels"],
                          {"rlscore.io/sidecar": deployment["spec"]["template"]["metadata"]
                           ["labels"]["rlscore.io/sidecar"]})
@@ -165,6 +177,9 @@ class Sidecar(unittest.TestCase):
         self.assertEqual([c["name"] for c in pod["containers"]], ["trainer", "rlscore"])
         sidecar = rlscore_container(pod)
         self.assertIn("--listen-address=127.0.0.1:50051", sidecar["args"])
+        # A sidecar's HTTP listener stays in the pod too.
+        self.assertIn("--http-address=127.0.0.1:5000", sidecar["args"])
+        self.assertNotIn("rlscore-http", [p["name"] for p in sidecar["ports"]])
         self.assertNotIn("restartPolicy", sidecar)
         self.assertEqual(by_kind(objects, "Pod"), [])  # the test hook is standalone only
 

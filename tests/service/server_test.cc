@@ -3,6 +3,8 @@
 
 #include <grpcpp/grpcpp.h>
 #include <prometheus/registry.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <bit>
@@ -469,6 +471,10 @@ TEST(ServerListen, ServesOnAUnixSocket) {
   ASSERT_NE(server, nullptr);
   EXPECT_EQ(server->port(), 0);
   EXPECT_EQ(server->metrics_port(), 0);
+  // Group members may connect (a trainer sharing the pod's fsGroup), others may not.
+  struct stat socket_stat {};
+  ASSERT_EQ(::stat(path.c_str(), &socket_stat), 0);
+  EXPECT_EQ(socket_stat.st_mode & 0777, 0660u);
   auto stub = v1::ScoringService::NewStub(ChannelTo("unix:" + path));
   grpc::ClientContext context;
   SetDeadline(&context);

@@ -46,33 +46,35 @@ name: rlscore
 image: {{ include "rlscore.image" . }}
 imagePullPolicy: {{ .Values.image.pullPolicy }}
 args:
-  - --listen-address={{ include "rlscore.listenAddress" . }}
-  - --health-address=0.0.0.0:{{ .Values.ports.health }}
-  - --metrics-address=0.0.0.0:{{ .Values.ports.metrics }}
-  - --drain-timeout-secs={{ .Values.server.drainTimeoutSecs }}
-  - --scoring-threads={{ .Values.server.scoringThreads }}
-  - --gpu={{ .Values.server.gpu }}
-  - --max-message-bytes={{ .Values.server.maxMessageBytes | int64 }}
+  - {{ printf "--listen-address=%s" (include "rlscore.listenAddress" .) | quote }}
+  - "--health-address=0.0.0.0:{{ .Values.ports.health }}"
+  - "--metrics-address=0.0.0.0:{{ .Values.ports.metrics }}"
+  - "--drain-timeout-secs={{ .Values.server.drainTimeoutSecs }}"
+  - "--scoring-threads={{ .Values.server.scoringThreads }}"
+  - "--gpu={{ .Values.server.gpu }}"
+  - "--max-message-bytes={{ .Values.server.maxMessageBytes | int64 }}"
   {{- if .Values.config }}
-  - --config=/etc/rlscore/server.textproto
+  - "--config=/etc/rlscore/server.textproto"
   {{- end }}
   {{- if .Values.ports.http }}
-  - --http-address=0.0.0.0:{{ .Values.ports.http }}
+  {{- /* A sidecar's HTTP listener, like its API, is for its own pod only. */}}
+  - "--http-address={{ ternary "0.0.0.0" "127.0.0.1" (eq .Values.mode "standalone") }}:{{ .Values.ports.http }}"
   {{- end }}
   {{- range .Values.server.extraArgs }}
-  - {{ . }}
+  - {{ . | quote }}
   {{- end }}
+{{- /* Port names carry the prefix so they cannot clash with a trainer's in a shared pod. */}}
 ports:
   {{- if eq .Values.mode "standalone" }}
-  - name: grpc
+  - name: rlscore-grpc
     containerPort: {{ .Values.ports.grpc }}
   {{- end }}
-  - name: health
+  - name: rlscore-health
     containerPort: {{ .Values.ports.health }}
-  - name: metrics
+  - name: rlscore-metrics
     containerPort: {{ .Values.ports.metrics }}
-  {{- if .Values.ports.http }}
-  - name: http
+  {{- if and .Values.ports.http (eq .Values.mode "standalone") }}
+  - name: rlscore-http
     containerPort: {{ .Values.ports.http }}
   {{- end }}
 startupProbe:
@@ -100,7 +102,14 @@ resources:
   {{- toYaml $resources | nindent 2 }}
 securityContext:
   {{- toYaml .Values.securityContext | nindent 2 }}
-{{- if or .Values.config .Values.listen.unixSocket }}
+{{- if and (eq .Values.mode "standalone") .Values.preStopSleepSeconds }}
+lifecycle:
+  # Endpoint removal takes a moment to reach every client; keep serving until it has, then drain.
+  preStop:
+    exec:
+      command: ["/bin/sleep", "{{ .Values.preStopSleepSeconds }}"]
+{{- end }}
+{{- if or .Values.config (and (eq .Values.mode "sidecar") .Values.listen.unixSocket) }}
 volumeMounts:
   {{- if .Values.config }}
   - name: rlscore-config
@@ -125,4 +134,24 @@ volumeMounts:
 - name: rlscore-socket
   emptyDir: {}
 {{- end }}
+{{- end -}}
+
+{{/* Checks the schema cannot express; rendered by every workload template. */}}
+{{- define "rlscore.validate" -}}
+{{- $drain := int .Values.server.drainTimeoutSecs -}}
+{{- $stop := int (.Values.preStopSleepSeconds | default 0) -}}
+{{- if le (int .Values.terminationGracePeriodSeconds) (add $drain $stop) -}}
+{{- fail (printf "terminationGracePeriodSeconds (%d) must exceed server.drainTimeoutSecs + preStopSleepSeconds (%d): the drain would be cut short" (int .Values.terminationGracePeriodSeconds) (add $drain $stop)) -}}
+{{- end -}}
+{{- /* int: values from a file are float64, from --set int64, and uniq compares types too. */ -}}
+{{- $ports := list (int .Values.ports.grpc) (int .Values.ports.health) (int .Values.ports.metrics) -}}
+{{- if .Values.ports.http }}{{ $ports = append $ports (int .Values.ports.http) }}{{ end -}}
+{{- if ne (len $ports) (len (uniq $ports)) -}}
+{{- fail (printf "ports must differ, got %v" $ports) -}}
+{{- end -}}
+{{- range $name, $t := dict "zeroVarianceFraction" .Values.prometheusRule.zeroVarianceFraction "meanLengthGrowth" .Values.prometheusRule.meanLengthGrowth "truncationRate" .Values.prometheusRule.truncationRate "repetitionRate" .Values.prometheusRule.repetitionRate -}}
+{{- if gt (float64 $t.warn) (float64 $t.critical) -}}
+{{- fail (printf "prometheusRule.%s: warn (%v) must not exceed critical (%v)" $name $t.warn $t.critical) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
