@@ -1,52 +1,13 @@
 #include "cli/health.h"
 
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/impl/codegen/client_unary_call.h>
-#include <grpcpp/impl/codegen/rpc_method.h>
 
-#include <chrono>
 #include <iostream>
 
 #include "cli/flags.h"
+#include "service/health_check.h"
 
 namespace rlscore::cli {
-namespace {
-
-// Debian ships no generated grpc.health.v1 stubs for C++, so the two messages are encoded here:
-// HealthCheckRequest { string service = 1; } and HealthCheckResponse { ServingStatus status = 1; }.
-std::string EncodeRequest(const std::string& service) {
-  if (service.empty()) return "";
-  std::string out(1, static_cast<char>((1 << 3) | 2));  // field 1, length-delimited
-  for (size_t n = service.size();; n >>= 7) {           // varint length
-    out.push_back(static_cast<char>((n & 0x7f) | (n >= 0x80 ? 0x80 : 0)));
-    if (n < 0x80) break;
-  }
-  return out + service;
-}
-
-// The status value (UNKNOWN = 0 is encoded as nothing), or -1 for a reply that is not one.
-int DecodeStatus(const std::string& reply) {
-  if (reply.empty()) return 0;
-  if (reply.size() == 2 && reply[0] == 0x08) return static_cast<unsigned char>(reply[1]);
-  return -1;
-}
-
-const char* StatusName(int status) {
-  switch (status) {
-    case 0:
-      return "UNKNOWN";
-    case 1:
-      return "SERVING";
-    case 2:
-      return "NOT_SERVING";
-    case 3:
-      return "SERVICE_UNKNOWN";
-    default:
-      return "an unreadable reply";
-  }
-}
-
-}  // namespace
 
 int RunHealthCommand(std::span<const std::string> args) {
   std::string address = "127.0.0.1:50051", service;
@@ -87,31 +48,16 @@ int RunHealthCommand(std::span<const std::string> args) {
     return 0;
   }
 
-  std::shared_ptr<grpc::Channel> channel =
-      grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(static_cast<int64_t>(timeout_secs)));
-  context.set_wait_for_ready(true);  // a server still starting gets the whole timeout
-  const grpc::internal::RpcMethod check("/grpc.health.v1.Health/Check",
-                                        grpc::internal::RpcMethod::NORMAL_RPC);
-  grpc::Slice request_slice(EncodeRequest(service));
-  grpc::ByteBuffer reply;
-  const grpc::Status call = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
-      channel.get(), check, &context, grpc::ByteBuffer(&request_slice, 1), &reply);
+  const absl::StatusOr<service::HealthState> state =
+      service::CheckHealth(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()),
+                           service, absl::Seconds(static_cast<int64_t>(timeout_secs)));
   const std::string what = service.empty() ? address : address + " (" + service + ")";
-  if (!call.ok()) {
-    std::cerr << "rlscore health: " << what << ": " << call.error_message() << "\n";
+  if (!state.ok()) {
+    std::cerr << "rlscore health: " << what << ": " << state.status().message() << "\n";
     return 1;
   }
-  grpc::Slice slice;
-  std::string bytes;
-  if (reply.DumpToSingleSlice(&slice).ok()) {
-    bytes.assign(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  }
-  const int serving = DecodeStatus(bytes);
-  std::cout << what << ": " << StatusName(serving) << "\n";
-  return serving == 1 ? 0 : 1;
+  std::cout << what << ": " << service::HealthStateName(*state) << "\n";
+  return *state == service::HealthState::kServing ? 0 : 1;
 }
 
 }  // namespace rlscore::cli

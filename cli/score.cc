@@ -444,6 +444,10 @@ int RunScoreCommand(std::span<const std::string> args) {
   FlagSet flags = MakeScoreFlags(&f);
   absl::StatusOr<ParsedFlags> parsed = flags.Parse(args);
   absl::Status status = parsed.status();
+  if (status.ok() && parsed->Has("server") && parsed->Has("config")) {
+    status = absl::InvalidArgumentError(
+        "--config applies to in-process scoring; with --server the server's configuration does");
+  }
   if (status.ok()) {
     if (std::optional<std::string> path = parsed->Get("config")) {
       status = service::ApplyConfigFile(*path, &f.options);
@@ -453,10 +457,6 @@ int RunScoreCommand(std::span<const std::string> args) {
   if (status.ok()) status = parsed->ApplyAll(config_flag);
   if (status.ok() && parsed->positional().size() > 1) {
     status = absl::InvalidArgumentError("give at most one input file");
-  }
-  if (status.ok() && !f.server.empty() && parsed->Has("config")) {
-    status = absl::InvalidArgumentError(
-        "--config applies to in-process scoring; with --server the server's configuration does");
   }
   if (status.ok() && (f.timeout_secs == 0 || f.timeout_secs > 7 * 24 * 3600)) {
     status = absl::InvalidArgumentError("--timeout-secs must be between 1 and 604800 (a week)");

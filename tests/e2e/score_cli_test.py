@@ -225,7 +225,10 @@ class ScoreCliTest(unittest.TestCase):
                               (["--pass-at-k", "0"], "not a k of at least 1"),
                               (["a.jsonl", "b.jsonl"], "at most one input file"),
                               (["--timeout-secs=18446744073709551615"],
-                               "--timeout-secs must be between 1 and 604800")]:
+                               "--timeout-secs must be between 1 and 604800"),
+                              (["--batch-size=0"], "--batch-size must be between 1 and 262144"),
+                              (["--server=127.0.0.1:1", "--config=x.textproto"],
+                               "--config applies to in-process scoring")]:
             done = run_score(*args)
             self.assertEqual(done.returncode, 2, args)
             self.assertIn(message, done.stderr.decode())

@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "service/health_check.h"
+
 namespace rlscore::service::testing {
 namespace {
 
@@ -46,13 +48,8 @@ grpc::Status RawUnaryCall(const std::shared_ptr<grpc::Channel>& channel, const s
 }
 
 int HealthStatus(const std::shared_ptr<grpc::Channel>& channel, const std::string& service) {
-  std::string reply;
-  grpc::Status status = RawUnaryCall(channel, "/grpc.health.v1.Health/Check",
-                                     service.empty() ? "" : StringField(1, service), &reply);
-  if (!status.ok()) return -1;
-  // HealthCheckResponse { ServingStatus status = 1; }: 0x08 <value>, absent when UNKNOWN (0).
-  if (reply.size() == 2 && reply[0] == 0x08) return reply[1];
-  return reply.empty() ? 0 : -1;
+  const absl::StatusOr<HealthState> state = CheckHealth(channel, service, absl::Seconds(10));
+  return state.ok() ? static_cast<int>(*state) : -1;
 }
 
 std::string ReflectionListServices(const std::shared_ptr<grpc::Channel>& channel) {
