@@ -1,6 +1,7 @@
 #include "cli/serve.h"
 
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <cstdio>
 #include <iostream>
@@ -45,6 +46,15 @@ FlagSet MakeServeFlags(ServeFlags* f) {
              "Pod IP while the API stays on loopback or a unix socket, e.g. 0.0.0.0:8081; empty "
              "disables (default empty)",
              str(&o.health_address)});
+  flags.Add({"tls-cert", "FILE", "PEM certificate chain: with --tls-key serves the API over TLS",
+             str(&o.tls.cert_file)});
+  flags.Add({"tls-key", "FILE", "PEM private key of --tls-cert", str(&o.tls.key_file)});
+  flags.Add({"tls-client-ca", "FILE",
+             "PEM CAs that verify client certificates (with --tls-cert and --tls-key)",
+             str(&o.tls.client_ca_file)});
+  flags.Add({"tls-require-client-cert", "",
+             "mTLS: refuse clients without a certificate from --tls-client-ca",
+             [&o](std::string_view v) { return ParseBool(v, &o.tls.require_client_cert); }});
   flags.Add({"http-address", "ADDR",
              "HTTP JSON listener for OpenRLHF (POST /get_reward) and slime (POST /reward), "
              "host:port; empty disables (default empty)",
@@ -149,6 +159,10 @@ int RunServe(std::span<const std::string> args) {
     std::cout << service::ToConfigText(f.options);
     return 0;
   }
+
+  // Nothing of a caller's ever reaches the disk: a crash leaves no core file full of completions.
+  const rlimit no_core{0, 0};
+  if (setrlimit(RLIMIT_CORE, &no_core) != 0) LogWarning("cannot disable core dumps");
 
   absl::StatusOr<std::unique_ptr<service::Server>> server = service::Server::Start(f.options);
   if (!server.ok()) {

@@ -2,8 +2,12 @@
 // (ABSL_USES_STD_STRING_VIEW is off in 20220623), so absl::StrCat cannot take a std::string_view.
 //
 //   absl::StrCat("cause ", Sv(advantage::CauseName(cause)))
+//
+// Clip() shortens a caller's string before an error message echoes it, so a 100 MB profile name
+// costs an error of a few hundred bytes.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "absl/strings/string_view.h"
@@ -11,5 +15,11 @@
 namespace rlscore {
 
 inline absl::string_view Sv(std::string_view s) { return absl::string_view(s.data(), s.size()); }
+
+// `s` when it has at most `max` bytes, else its first `max` bytes and "... (N bytes)".
+inline std::string Clip(std::string_view s, size_t max = 128) {
+  if (s.size() <= max) return std::string(s);
+  return std::string(s.substr(0, max)) + "... (" + std::to_string(s.size()) + " bytes)";
+}
 
 }  // namespace rlscore

@@ -20,9 +20,11 @@ packages=(
 # `--test-tools`: what only the tests use (scripts/test.sh passes it): headless Chromium opens the
 # HTML report of `rlscore score`; podman (with runc) and mmdebstrap build and run the container
 # image from a locally made Debian base (tests/docker); yamllint, jsonschema, PyYAML and unzip
-# check the Helm chart (tests/helm, which fetches helm itself).
+# check the Helm chart (tests/helm, which fetches helm itself); clang and its runtimes build the
+# sanitizer suites and the libFuzzer targets (docs/RELIABILITY.md).
 if [ "${1:-}" = "--test-tools" ]; then
-  packages+=(chromium podman runc mmdebstrap yamllint python3-jsonschema python3-yaml unzip)
+  packages+=(chromium podman runc mmdebstrap yamllint python3-jsonschema python3-yaml unzip
+             clang-14 libclang-rt-14-dev)
 fi
 
 missing=()

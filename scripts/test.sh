@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds everything and runs every test (ctest), in both build
-# configurations: with the CUDA module (when nvcc is there; the GPU tests skip without a device)
-# and with CUDA disabled (the server must build, start and serve without it). The README's test
-# command and what CI runs (.ci/run). Extra arguments go to ctest, e.g. scripts/test.sh -R Server.
+# Installs what is missing, builds everything and runs every test (ctest) in three builds, the
+# README's test command and what CI runs (.ci/run):
+#   build/       the product: GCC, the CUDA module when nvcc is there (its GPU tests skip without a
+#                device), the container image and the Helm chart;
+#   build-asan/  clang with AddressSanitizer + UndefinedBehaviorSanitizer (leaks included), CUDA
+#                off (the server must build, start and serve without it), and the libFuzzer
+#                targets, each run for RLSCORE_FUZZ_SECONDS (20) from its seed corpus;
+#   build-tsan/  clang with ThreadSanitizer (tests/tsan.supp explains its suppressions).
+# Extra arguments go to every ctest, e.g. scripts/test.sh -R Server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${RLSCORE_JOBS:-2}
@@ -11,7 +16,13 @@ bash scripts/setup.sh --test-tools
 bash scripts/build.sh build
 ctest --test-dir build --output-on-failure --timeout 300 -j "$jobs" "$@"
 
-echo "== again without CUDA (RLSCORE_WITH_CUDA=OFF) =="
-bash scripts/build.sh build-nocuda -DRLSCORE_WITH_CUDA=OFF -DRLSCORE_BUILD_BENCH=OFF \
-  -DRLSCORE_DEPLOY_TESTS=OFF
-ctest --test-dir build-nocuda --output-on-failure --timeout 300 -j "$jobs" "$@"
+sanitized=(-DRLSCORE_WITH_CUDA=OFF -DRLSCORE_BUILD_BENCH=OFF -DRLSCORE_DEPLOY_TESTS=OFF)
+echo "== ASan + UBSan, without CUDA, and the fuzz targets =="
+CC=clang-14 CXX=clang++-14 bash scripts/build.sh build-asan -DRLSCORE_SANITIZE=address \
+  -DRLSCORE_FUZZ=ON "${sanitized[@]}"
+ctest --test-dir build-asan --output-on-failure --timeout 600 -j "$jobs" "$@"
+
+echo "== TSan =="
+CC=clang-14 CXX=clang++-14 bash scripts/build.sh build-tsan -DRLSCORE_SANITIZE=thread \
+  "${sanitized[@]}"
+ctest --test-dir build-tsan --output-on-failure --timeout 900 -j "$jobs" "$@"

@@ -96,6 +96,26 @@ absl::Status Apply(const config::v1::ServerConfig& file, ServerOptions* options)
   if (limits.has_max_completion_bytes()) {
     options->limits.max_completion_bytes = limits.max_completion_bytes();
   }
+  if (limits.has_max_completion_tokens()) {
+    options->limits.max_completion_tokens = limits.max_completion_tokens();
+  }
+  if (limits.has_max_references()) options->limits.max_references = limits.max_references();
+  if (limits.has_max_reference_bytes()) {
+    options->limits.max_reference_bytes = limits.max_reference_bytes();
+  }
+  if (limits.has_max_concurrent_calls()) {
+    options->limits.max_concurrent_calls = limits.max_concurrent_calls();
+  }
+  if (limits.has_max_streams()) options->limits.max_streams = limits.max_streams();
+  if (file.has_tls()) {
+    const config::v1::Tls& tls = file.tls();
+    if (tls.has_cert_file()) options->tls.cert_file = tls.cert_file();
+    if (tls.has_key_file()) options->tls.key_file = tls.key_file();
+    if (tls.has_client_ca_file()) options->tls.client_ca_file = tls.client_ca_file();
+    if (tls.has_require_client_cert()) {
+      options->tls.require_client_cert = tls.require_client_cert();
+    }
+  }
   if (file.has_advantage()) {
     absl::Status status = ApplyAdvantageOptions(file.advantage(), &options->advantage);
     if (!status.ok()) {
@@ -177,6 +197,26 @@ absl::Status ValidateServerOptions(const ServerOptions& options) {
   if (options.limits.max_completions_per_request == 0) {
     return absl::InvalidArgumentError("limits.max_completions_per_request must be at least 1");
   }
+  if (options.limits.max_completion_tokens == 0 || options.limits.max_references == 0 ||
+      options.limits.max_reference_bytes == 0 || options.limits.max_concurrent_calls == 0 ||
+      options.limits.max_streams == 0) {
+    return absl::InvalidArgumentError(
+        "limits.max_completion_tokens, max_references, max_reference_bytes, "
+        "max_concurrent_calls and max_streams must each be at least 1");
+  }
+  if (options.tls.cert_file.empty() != options.tls.key_file.empty()) {
+    return absl::InvalidArgumentError(
+        "tls: cert_file (--tls-cert) and key_file (--tls-key) go together");
+  }
+  if (!options.tls.enabled() &&
+      (!options.tls.client_ca_file.empty() || options.tls.require_client_cert)) {
+    return absl::InvalidArgumentError(
+        "tls: client_ca_file and require_client_cert need cert_file and key_file");
+  }
+  if (options.tls.require_client_cert && options.tls.client_ca_file.empty()) {
+    return absl::InvalidArgumentError(
+        "tls.require_client_cert needs client_ca_file (--tls-client-ca) to verify clients with");
+  }
   if (options.gpu.mode != "off" && options.gpu.mode != "auto" && options.gpu.mode != "require") {
     return absl::InvalidArgumentError(absl::StrCat(
         "gpu.mode (--gpu) must be off, auto or require, not \"", options.gpu.mode, "\""));
@@ -205,6 +245,18 @@ std::string ToConfigText(const ServerOptions& options) {
   limits->set_max_group_size(options.limits.max_group_size);
   limits->set_max_completion_bytes(options.limits.max_completion_bytes);
   limits->set_max_completions_per_request(options.limits.max_completions_per_request);
+  limits->set_max_completion_tokens(options.limits.max_completion_tokens);
+  limits->set_max_references(options.limits.max_references);
+  limits->set_max_reference_bytes(options.limits.max_reference_bytes);
+  limits->set_max_concurrent_calls(options.limits.max_concurrent_calls);
+  limits->set_max_streams(options.limits.max_streams);
+  if (options.tls.enabled()) {
+    config::v1::Tls* tls = file.mutable_tls();
+    tls->set_cert_file(options.tls.cert_file);
+    tls->set_key_file(options.tls.key_file);
+    if (!options.tls.client_ca_file.empty()) tls->set_client_ca_file(options.tls.client_ca_file);
+    tls->set_require_client_cert(options.tls.require_client_cert);
+  }
   AdvantageOptionsToProto(options.advantage, file.mutable_advantage());
   for (const auto& [name, profile] : options.profiles.all()) {
     ProfileToProto(profile, file.add_profiles());

@@ -30,6 +30,15 @@ struct Limits {
   // Completions in one ScoreGroups request (all groups) or items in one Score request: bounds the
   // memory and the response of a call (about 1 KB of result per completion).
   uint32_t max_completions_per_request = 1u << 18;
+  // Token ids of one completion, and tokens of one MonitorGeneration stream.
+  uint32_t max_completion_tokens = 1u << 18;
+  // References of one group or Score item, and the bytes of each.
+  uint32_t max_references = 64;
+  uint64_t max_reference_bytes = 16u << 10;
+  // Unary calls being handled or queued at once, and MonitorGeneration streams open at once;
+  // past either the call is refused RESOURCE_EXHAUSTED at once (it holds no memory).
+  uint32_t max_concurrent_calls = 256;
+  uint32_t max_streams = 1024;
 };
 
 struct ServerOptions {
@@ -44,6 +53,14 @@ struct ServerOptions {
   // host:port of the HTTP JSON listener (service/http_listener.h: OpenRLHF and slime remote
   // rewards); empty disables it.
   std::string http_address;
+  // TLS on the API listener (not on the health-only one: kubelet probes speak plaintext).
+  struct Tls {
+    std::string cert_file;  // PEM; with key_file turns TLS on
+    std::string key_file;
+    std::string client_ca_file;        // PEM CAs that client certificates must chain to
+    bool require_client_cert = false;  // mTLS: refuse clients without a valid certificate
+    bool enabled() const { return !cert_file.empty() || !key_file.empty(); }
+  } tls;
   Limits limits;
   // SIGTERM: how long in-flight calls may take to finish before they are cancelled.
   absl::Duration drain_timeout = absl::Seconds(30);

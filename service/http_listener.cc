@@ -62,7 +62,10 @@ absl::StatusOr<std::string> ReadBody(mg_connection* conn, uint64_t limit) {
         "the body is ", info->content_length, " bytes; at most ", limit, " (max_message_bytes)"));
   }
   std::string body;
-  if (info->content_length > 0) body.reserve(static_cast<size_t>(info->content_length));
+  // Reserve no more than 16 MiB on the sender's word: the bytes have not arrived yet.
+  if (info->content_length > 0) {
+    body.reserve(std::min<size_t>(static_cast<size_t>(info->content_length), 16u << 20));
+  }
   constexpr size_t kChunk = 64 << 10;
   for (;;) {
     const size_t size = body.size();

@@ -1,6 +1,8 @@
 #include "service/http_rewards.h"
 
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -66,12 +68,30 @@ absl::StatusOr<const Json*> ArrayField(const Json& body, std::string_view key, s
   return &*it;
 }
 
+// Where `needle` first occurs in `text`, or npos: Knuth-Morris-Pratt, O(|text| + |needle|) on
+// any input (a plain find is O(|text| x |needle|) on "aaa...a" against "aa...ab", and both are
+// the caller's).
+size_t FindLinear(std::string_view text, std::string_view needle) {
+  std::vector<size_t> border(needle.size() + 1, 0);
+  for (size_t i = 1, k = 0; i < needle.size(); ++i) {
+    while (k > 0 && needle[i] != needle[k]) k = border[k];
+    if (needle[i] == needle[k]) ++k;
+    border[i + 1] = k;
+  }
+  for (size_t i = 0, k = 0; i < text.size(); ++i) {
+    while (k > 0 && text[i] != needle[k]) k = border[k];
+    if (text[i] == needle[k]) ++k;
+    if (k == needle.size()) return i + 1 - k;
+  }
+  return std::string_view::npos;
+}
+
 // The response part of an OpenRLHF query. Sets *found to false when `prompt` is not in it.
 std::string ResponseOf(std::string_view query, std::string_view prompt, bool* found) {
   *found = true;
   if (prompt.empty()) return std::string(query);
   if (absl::StartsWith(Sv(query), Sv(prompt))) return std::string(query.substr(prompt.size()));
-  const size_t at = query.find(prompt);
+  const size_t at = FindLinear(query, prompt);
   *found = at != std::string_view::npos;
   return std::string(*found ? query.substr(at + prompt.size()) : query);
 }

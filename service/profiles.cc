@@ -142,7 +142,7 @@ absl::StatusOr<const ServiceProfile*> ProfileSet::Find(std::string_view name) co
   std::string known;
   for (const auto& [n, p] : profiles_) absl::StrAppend(&known, known.empty() ? "" : ", ", n);
   return absl::NotFoundError(
-      absl::StrCat("profile \"", Sv(name), "\" is not configured (known: ", known, ")"));
+      absl::StrCat("profile \"", Clip(name), "\" is not configured (known: ", known, ")"));
 }
 
 absl::Status ProfileSet::Add(const config::v1::Profile& proto,

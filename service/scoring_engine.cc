@@ -33,6 +33,29 @@ absl::Status CheckCompletion(const v1::Completion& c, const Limits& limits,
         Sv(where), ".text: ", c.text().size(),
         " bytes exceed the limit max_completion_bytes = ", limits.max_completion_bytes));
   }
+  if (static_cast<uint64_t>(c.token_ids_size()) > limits.max_completion_tokens) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        Sv(where), ".token_ids: ", c.token_ids_size(),
+        " tokens exceed the limit max_completion_tokens = ", limits.max_completion_tokens));
+  }
+  return absl::OkStatus();
+}
+
+// RESOURCE_EXHAUSTED when a group or item has too many references or one is too long.
+absl::Status CheckReferences(const google::protobuf::RepeatedPtrField<std::string>& references,
+                             const Limits& limits, std::string_view where) {
+  if (static_cast<uint64_t>(references.size()) > limits.max_references) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(Sv(where), ".references: ", references.size(),
+                     " references exceed the limit max_references = ", limits.max_references));
+  }
+  for (int i = 0; i < references.size(); ++i) {
+    if (references[i].size() > limits.max_reference_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          Sv(where), ".references[", i, "]: ", references[i].size(),
+          " bytes exceed the limit max_reference_bytes = ", limits.max_reference_bytes));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -158,6 +181,7 @@ absl::Status RunScoreGroups(const ScoringContext& context, const v1::ScoreGroups
           absl::StrCat(where, ": ", group.completions_size(),
                        " completions exceed the limit max_group_size = ", limits.max_group_size));
     }
+    RLSCORE_RETURN_IF_ERROR(CheckReferences(group.references(), limits, where));
     for (int i = 0; i < group.completions_size(); ++i) {
       RLSCORE_RETURN_IF_ERROR(CheckCompletion(group.completions(i), limits,
                                               absl::StrCat(where, ".completions[", i, "]")));
@@ -253,6 +277,7 @@ absl::Status RunScore(const ScoringContext& context, const v1::ScoreRequest& req
     const std::string where = absl::StrCat("items[", i, "]");
     RLSCORE_RETURN_IF_ERROR(
         CheckCompletion(request.items(i).completion(), limits, absl::StrCat(where, ".completion")));
+    RLSCORE_RETURN_IF_ERROR(CheckReferences(request.items(i).references(), limits, where));
     absl::StatusOr<scorers::Task> task = ResolveTask(request.items(i).task(), *profile);
     if (!task.ok())
       return absl::InvalidArgumentError(absl::StrCat(where, ".", task.status().message()));

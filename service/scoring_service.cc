@@ -73,9 +73,28 @@ absl::Status CheckResponseSize(const google::protobuf::Message& response, const 
                    limits.max_message_bytes, ": send fewer completions per request"));
 }
 
-// The most tokens one MonitorGeneration stream may watch, whatever it asks for: with the n-gram
-// state at 50-80 bytes a token, a stream holds at most about 20 MB.
-constexpr uint32_t kMaxStreamTokens = 262144;
+// Parses `in` as a `Request` (INVALID_ARGUMENT naming the message when the bytes are not one),
+// answers it with `handle`, and serialises the answer into `out`.
+template <typename Request, typename Response, typename Handle>
+absl::Status HandleRaw(const grpc::ByteBuffer& in, grpc::ByteBuffer* out, Handle&& handle) {
+  grpc::ByteBuffer bytes(in);  // shares the slices; the parse consumes this copy
+  Request request;
+  if (!grpc::GenericDeserialize<grpc::ProtoBufferReader, Request>(&bytes, &request).ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the request (", in.Length(), " bytes) is not a valid ", Request::descriptor()->full_name(),
+        ": the bytes are truncated, or not that message's protobuf encoding"));
+  }
+  Response response;
+  RLSCORE_RETURN_IF_ERROR(handle(request, &response));
+  bool own_buffer = false;
+  const grpc::Status serialized =
+      grpc::GenericSerialize<grpc::ProtoBufferWriter, Response>(response, out, &own_buffer);
+  if (!serialized.ok()) {
+    return absl::InternalError(
+        absl::StrCat("cannot serialise the response: ", serialized.error_message()));
+  }
+  return absl::OkStatus();
+}
 
 v1::StopReason ToProto(scorers::StopReason reason) {
   switch (reason) {
@@ -94,9 +113,16 @@ v1::StopReason ToProto(scorers::StopReason reason) {
 class MonitorStream final
     : public grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse> {
  public:
-  MonitorStream(const ServerOptions& options, Metrics* metrics)
-      : options_(options), metrics_(metrics), start_(absl::Now()) {
+  // `open` counts the streams open now; past limits.max_streams this one is refused at once.
+  MonitorStream(const ServerOptions& options, Metrics* metrics, std::atomic<uint32_t>* open)
+      : options_(options), metrics_(metrics), start_(absl::Now()), open_(open) {
     metrics_->CallStarted(Method::kMonitorGeneration);
+    if (open_->fetch_add(1) >= options_.limits.max_streams) {
+      End(absl::ResourceExhaustedError(
+          absl::StrCat("MonitorGeneration: ", options_.limits.max_streams,
+                       " streams are open, the limit max_streams; retry later")));
+      return;
+    }
     StartRead(&request_);
   }
 
@@ -127,6 +153,7 @@ class MonitorStream final
   void OnCancel() override { cancelled_ = true; }
 
   void OnDone() override {
+    open_->fetch_sub(1);
     metrics_->CallFinished(Method::kMonitorGeneration,
                            cancelled_ ? absl::StatusCode::kCancelled : code_, absl::Now() - start_);
     delete this;
@@ -152,8 +179,9 @@ class MonitorStream final
         scorers::MonitorOptions monitor;
         monitor.repetition = reward.repetition.enabled;
         monitor.ngram = reward.repetition.ngram;
-        monitor.max_tokens = std::min(
-            start.max_tokens() != 0 ? start.max_tokens() : reward.length.max, kMaxStreamTokens);
+        monitor.max_tokens =
+            std::min(start.max_tokens() != 0 ? start.max_tokens() : reward.length.max,
+                     options_.limits.max_completion_tokens);
         monitor.think_prefilled = start.think_prefilled() || reward.tags.think_prefilled;
         monitor.expects_reasoning = reward.expects_reasoning;
         monitor_.emplace(monitor);
@@ -162,6 +190,13 @@ class MonitorStream final
       case v1::MonitorGenerationRequest::kTokens: {
         if (!monitor_.has_value()) return NoStart();
         const auto& ids = request.tokens().token_ids();
+        // The stream's budget (at most max_completion_tokens) stops it once reached; one
+        // message larger than the whole limit is refused before it is watched.
+        if (static_cast<uint64_t>(ids.size()) > options_.limits.max_completion_tokens) {
+          return absl::ResourceExhaustedError(
+              absl::StrCat("tokens: ", ids.size(), " token ids in one message exceed the limit ",
+                           "max_completion_tokens = ", options_.limits.max_completion_tokens));
+        }
         return monitor_->PushTokens(std::span<const uint32_t>(ids.data(), ids.size()));
       }
       case v1::MonitorGenerationRequest::kText: {
@@ -188,6 +223,7 @@ class MonitorStream final
   const ServerOptions& options_;
   Metrics* const metrics_;
   const absl::Time start_;
+  std::atomic<uint32_t>* const open_;
   v1::MonitorGenerationRequest request_;
   v1::MonitorGenerationResponse response_;
   std::optional<scorers::GenerationMonitor> monitor_;
@@ -234,10 +270,25 @@ grpc::ServerUnaryReactor* ScoringService::Offload(grpc::CallbackServerContext* c
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   {
     std::lock_guard<std::mutex> lock(calls_mu_);
+    if (calls_in_flight_ >= static_cast<int>(options_.limits.max_concurrent_calls)) {
+      // Refused before it is queued: the request is freed as soon as gRPC has the answer.
+      const absl::Status busy = absl::ResourceExhaustedError(
+          absl::StrCat(calls_in_flight_, " calls are being handled or queued, the limit ",
+                       "max_concurrent_calls; retry later"));
+      metrics_->CallFinished(method, busy.code(), absl::Now() - start);
+      reactor->Finish(ToGrpcStatus(busy));
+      return reactor;
+    }
     ++calls_in_flight_;
   }
   calls_->Submit([this, method, start, reactor, work = std::move(work)] {
-    const absl::Status status = work();
+    absl::Status status;
+    try {
+      status = work();
+    } catch (const std::bad_alloc&) {
+      // One oversized call must not take the process (and every other call) down with it.
+      status = absl::ResourceExhaustedError("out of memory while handling this call");
+    }
     metrics_->CallFinished(method, status.code(), absl::Now() - start);
     reactor->Finish(ToGrpcStatus(status));
     std::lock_guard<std::mutex> lock(calls_mu_);
@@ -261,44 +312,50 @@ grpc::ServerUnaryReactor* ScoringService::Finish(grpc::CallbackServerContext* co
 }
 
 grpc::ServerUnaryReactor* ScoringService::ScoreGroups(grpc::CallbackServerContext* context,
-                                                      const v1::ScoreGroupsRequest* request,
-                                                      v1::ScoreGroupsResponse* response) {
+                                                      const grpc::ByteBuffer* request,
+                                                      grpc::ByteBuffer* response) {
   return Offload(context, Method::kScoreGroups, [this, context, request, response] {
-    absl::Status status = CheckCallAlive(*context, *clock_, "before ScoreGroups started");
-    if (status.ok()) status = RunScoreGroups(WithCall(context), *request, response);
-    if (status.ok()) status = CheckCallAlive(*context, *clock_, "while completions were scored");
-    if (status.ok()) status = CheckResponseSize(*response, options_.limits);
-    if (!status.ok()) response->Clear();
-    return status;
+    RLSCORE_RETURN_IF_ERROR(CheckCallAlive(*context, *clock_, "before ScoreGroups started"));
+    return HandleRaw<v1::ScoreGroupsRequest, v1::ScoreGroupsResponse>(
+        *request, response, [&](const v1::ScoreGroupsRequest& in, v1::ScoreGroupsResponse* out) {
+          RLSCORE_RETURN_IF_ERROR(RunScoreGroups(WithCall(context), in, out));
+          RLSCORE_RETURN_IF_ERROR(
+              CheckCallAlive(*context, *clock_, "while completions were scored"));
+          return CheckResponseSize(*out, options_.limits);
+        });
   });
 }
 
 grpc::ServerUnaryReactor* ScoringService::Score(grpc::CallbackServerContext* context,
-                                                const v1::ScoreRequest* request,
-                                                v1::ScoreResponse* response) {
+                                                const grpc::ByteBuffer* request,
+                                                grpc::ByteBuffer* response) {
   return Offload(context, Method::kScore, [this, context, request, response] {
-    absl::Status status = CheckCallAlive(*context, *clock_, "before Score started");
-    if (status.ok()) status = RunScore(WithCall(context), *request, response);
-    if (status.ok()) status = CheckCallAlive(*context, *clock_, "while completions were scored");
-    if (status.ok()) status = CheckResponseSize(*response, options_.limits);
-    if (!status.ok()) response->Clear();
-    return status;
+    RLSCORE_RETURN_IF_ERROR(CheckCallAlive(*context, *clock_, "before Score started"));
+    return HandleRaw<v1::ScoreRequest, v1::ScoreResponse>(
+        *request, response, [&](const v1::ScoreRequest& in, v1::ScoreResponse* out) {
+          RLSCORE_RETURN_IF_ERROR(RunScore(WithCall(context), in, out));
+          RLSCORE_RETURN_IF_ERROR(
+              CheckCallAlive(*context, *clock_, "while completions were scored"));
+          return CheckResponseSize(*out, options_.limits);
+        });
   });
 }
 
 grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse>*
 ScoringService::MonitorGeneration(grpc::CallbackServerContext*) {
-  return new MonitorStream(options_, metrics_);
+  return new MonitorStream(options_, metrics_, &open_streams_);
 }
 
 grpc::ServerUnaryReactor* ScoringService::GetRunHealth(grpc::CallbackServerContext* context,
-                                                       const v1::GetRunHealthRequest* request,
-                                                       v1::GetRunHealthResponse* response) {
+                                                       const grpc::ByteBuffer* request,
+                                                       grpc::ByteBuffer* response) {
   // Cheap (at most max-runs windows of a few hundred batches): answered on gRPC's thread.
   const absl::Time start = absl::Now();
   metrics_->CallStarted(Method::kGetRunHealth);
-  absl::Status status = DoGetRunHealth(*request, response);
-  if (!status.ok()) response->Clear();
+  const absl::Status status = HandleRaw<v1::GetRunHealthRequest, v1::GetRunHealthResponse>(
+      *request, response, [&](const v1::GetRunHealthRequest& in, v1::GetRunHealthResponse* out) {
+        return DoGetRunHealth(in, out);
+      });
   return Finish(context, Method::kGetRunHealth, start, status);
 }
 
@@ -311,7 +368,7 @@ absl::Status ScoringService::DoGetRunHealth(const v1::GetRunHealthRequest& reque
   } else {
     if (telemetry.Window(request.run_id()).empty()) {
       return absl::NotFoundError(absl::StrCat(
-          "run_id \"", request.run_id(),
+          "run_id \"", Clip(request.run_id()),
           "\" is not tracked: no ScoreGroups call carried it, or it ", "was evicted (",
           telemetry.Runs().size(), " runs are tracked; the least recently ", "recorded go first)"));
     }
@@ -324,13 +381,15 @@ absl::Status ScoringService::DoGetRunHealth(const v1::GetRunHealthRequest& reque
   return absl::OkStatus();
 }
 
-grpc::ServerUnaryReactor* ScoringService::ComputeAdvantages(
-    grpc::CallbackServerContext* context, const v1::ComputeAdvantagesRequest* request,
-    v1::ComputeAdvantagesResponse* response) {
+grpc::ServerUnaryReactor* ScoringService::ComputeAdvantages(grpc::CallbackServerContext* context,
+                                                            const grpc::ByteBuffer* request,
+                                                            grpc::ByteBuffer* response) {
   return Offload(context, Method::kComputeAdvantages, [this, context, request, response] {
-    absl::Status status = DoComputeAdvantages(*context, *request, response);
-    if (!status.ok()) response->Clear();
-    return status;
+    return HandleRaw<v1::ComputeAdvantagesRequest, v1::ComputeAdvantagesResponse>(
+        *request, response,
+        [&](const v1::ComputeAdvantagesRequest& in, v1::ComputeAdvantagesResponse* out) {
+          return DoComputeAdvantages(*context, in, out);
+        });
   });
 }
 
@@ -354,6 +413,7 @@ absl::Status ScoringService::DoComputeAdvantages(const grpc::CallbackServerConte
   FillGroupStatistics(groups, response->mutable_groups());
   FillBatchSummary(summary, response->mutable_summary());
   response->set_backend(std::string(*served));
+  RLSCORE_RETURN_IF_ERROR(CheckResponseSize(*response, options_.limits));
   metrics_->RecordAdvantageBatch(summary);
   metrics_->RecordAdvantageBackend(*served);
   return absl::OkStatus();

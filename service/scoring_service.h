@@ -7,6 +7,7 @@
 // This header and server.cc are the only places that see gRPC's generated service code.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -23,28 +24,38 @@
 
 namespace rlscore::service {
 
+// The unary methods take their requests as bytes and parse them on the call pool: gRPC's own parse
+// answers a malformed request UNIMPLEMENTED with no message, where callers need INVALID_ARGUMENT
+// saying which message did not parse; and a call refused for load is never parsed at all.
+using ScoringServiceBase = v1::ScoringService::WithRawCallbackMethod_ScoreGroups<
+    v1::ScoringService::WithRawCallbackMethod_ComputeAdvantages<
+        v1::ScoringService::WithRawCallbackMethod_Score<
+            v1::ScoringService::WithRawCallbackMethod_GetRunHealth<
+                v1::ScoringService::WithCallbackMethod_MonitorGeneration<
+                    v1::ScoringService::Service>>>>>;
+
 // Thread-safe: gRPC calls its handlers concurrently. `backend`, `metrics` and `clock` must
 // outlive it; `clock` decides whether a caller's deadline has passed.
-class ScoringService final : public v1::ScoringService::CallbackService {
+class ScoringService final : public ScoringServiceBase {
  public:
   ScoringService(const ServerOptions& options, advantage::Backend* backend, Metrics* metrics,
                  const Clock* clock, const scorers::AccuracyScorer* accuracy, WorkerPool* pool,
                  RunTelemetry* telemetry, WorkerPool* calls);
 
   grpc::ServerUnaryReactor* ScoreGroups(grpc::CallbackServerContext* context,
-                                        const v1::ScoreGroupsRequest* request,
-                                        v1::ScoreGroupsResponse* response) override;
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ComputeAdvantages(grpc::CallbackServerContext* context,
-                                              const v1::ComputeAdvantagesRequest* request,
-                                              v1::ComputeAdvantagesResponse* response) override;
+                                              const grpc::ByteBuffer* request,
+                                              grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* Score(grpc::CallbackServerContext* context,
-                                  const v1::ScoreRequest* request,
-                                  v1::ScoreResponse* response) override;
+                                  const grpc::ByteBuffer* request,
+                                  grpc::ByteBuffer* response) override;
   grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse>*
   MonitorGeneration(grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* GetRunHealth(grpc::CallbackServerContext* context,
-                                         const v1::GetRunHealthRequest* request,
-                                         v1::GetRunHealthResponse* response) override;
+                                         const grpc::ByteBuffer* request,
+                                         grpc::ByteBuffer* response) override;
 
   // Blocks until every call handed to the call pool has been answered. gRPC's Shutdown() does not
   // wait for them (their handlers have returned), so the server's drain must.
@@ -76,7 +87,8 @@ class ScoringService final : public v1::ScoringService::CallbackService {
   WorkerPool* const calls_;
   std::mutex calls_mu_;
   std::condition_variable calls_done_;
-  int calls_in_flight_ = 0;  // guarded by calls_mu_
+  int calls_in_flight_ = 0;                 // guarded by calls_mu_
+  std::atomic<uint32_t> open_streams_ = 0;  // MonitorGeneration streams open now
 };
 
 }  // namespace rlscore::service

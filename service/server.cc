@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -70,6 +72,41 @@ absl::StatusOr<std::shared_ptr<advantage::Backend>> MakeAdvantageBackend(
           .on_fallback = [metrics](const absl::Status&) { metrics->RecordGpuFallback("error"); }});
 }
 
+// A PEM file's contents. Errors name the path and the option it came from.
+absl::StatusOr<std::string> ReadPem(const std::string& path, std::string_view option) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("tls.", Sv(option), ": cannot read ", path, ": ", std::strerror(errno)));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (text.str().find("-----BEGIN ") == std::string::npos) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("tls.", Sv(option), ": ", path, " holds no PEM block (-----BEGIN ...)"));
+  }
+  return text.str();
+}
+
+// Plaintext, TLS, or TLS that verifies (and with require_client_cert demands) client
+// certificates against client_ca_file.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ApiCredentials(
+    const ServerOptions::Tls& tls) {
+  if (!tls.enabled()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl;
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  RLSCORE_ASSIGN_OR_RETURN(pair.cert_chain, ReadPem(tls.cert_file, "cert_file"));
+  RLSCORE_ASSIGN_OR_RETURN(pair.private_key, ReadPem(tls.key_file, "key_file"));
+  ssl.pem_key_cert_pairs.push_back(std::move(pair));
+  if (!tls.client_ca_file.empty()) {
+    RLSCORE_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPem(tls.client_ca_file, "client_ca_file"));
+    ssl.client_certificate_request =
+        tls.require_client_cert ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                : GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
@@ -88,7 +125,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     server->backend_ = *std::move(backend);
   }
   server->metrics_->SetBackend(server->backend_->Name());
-  server->accuracy_ = scorers::math::NewMathAccuracyScorer();
+  server->accuracy_ =
+      dependencies.accuracy != nullptr
+          ? std::move(dependencies.accuracy)
+          : std::shared_ptr<scorers::AccuracyScorer>(scorers::math::NewMathAccuracyScorer());
   server->pool_ = std::make_unique<WorkerPool>(options.scoring_threads);
   server->calls_ = std::make_unique<WorkerPool>(options.scoring_threads);
   server->telemetry_ = std::make_unique<RunTelemetry>(kTrackedRuns, kTelemetryWindow);
@@ -131,10 +171,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     server->http_port_ = server->http_->port();
   }
 
+  RLSCORE_ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> credentials,
+                           ApiCredentials(options.tls));
   grpc::ServerBuilder builder;
   int selected_port = 0;
-  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
-                           &selected_port);
+  builder.AddListeningPort(options.listen_address, credentials, &selected_port);
   const int max_message = static_cast<int>(options.limits.max_message_bytes);
   builder.SetMaxReceiveMessageSize(max_message);
   builder.SetMaxSendMessageSize(max_message);
@@ -144,6 +185,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   // Trainers send megabytes per call: a large initial stream window lets a whole batch arrive
   // without waiting on HTTP/2 flow-control round trips (the default is 64 KiB).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
+  // Streams one connection may hold open; the server-wide bounds are max_concurrent_calls and
+  // max_streams.
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, 1024);
   builder.RegisterService(server->service_.get());
   server->grpc_server_ = builder.BuildAndStart();
   const bool is_unix = absl::StartsWith(options.listen_address, "unix:");
@@ -197,7 +241,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       options.health_address.empty() ? std::string()
                                      : absl::StrCat("; health checks on ", options.health_address,
                                                     " (port ", server->health_port_, ")"),
-      "; advantage backend ", Sv(server->backend_->Name())));
+      "; advantage backend ", Sv(server->backend_->Name()),
+      !options.tls.enabled()                ? "; plaintext (no TLS)"
+      : options.tls.require_client_cert     ? "; TLS, client certificates required (mTLS)"
+      : !options.tls.client_ca_file.empty() ? "; TLS, client certificates verified when sent"
+                                            : "; TLS"));
   return server;
 }
 

@@ -51,6 +51,8 @@ struct ServerDependencies {
   // Decides whether callers' deadlines have passed; null means RealClock(). Must outlive the
   // server.
   const Clock* clock = nullptr;
+  // Grades answers; null means the math verifier (scorers/math/verifier.h).
+  std::shared_ptr<scorers::AccuracyScorer> accuracy;
 };
 
 // Thread-safety: Shutdown() and Wait() may be called from any thread, concurrently.
@@ -89,7 +91,7 @@ class Server {
 
   std::shared_ptr<advantage::Backend> backend_;
   std::unique_ptr<Metrics> metrics_;
-  std::unique_ptr<scorers::AccuracyScorer> accuracy_;
+  std::shared_ptr<scorers::AccuracyScorer> accuracy_;
   std::unique_ptr<WorkerPool> pool_;   // scores the groups of a call in parallel
   std::unique_ptr<WorkerPool> calls_;  // runs the calls themselves, off gRPC's threads
   std::unique_ptr<RunTelemetry> telemetry_;

@@ -20,7 +20,13 @@ namespace {
 // One recurring unit: how often it was seen, and where first.
 struct Tally {
   uint32_t count = 0;
-  size_t first = 0;
+  size_t first = 0;  // the smallest offset seen
+  size_t last = 0;   // the largest
+  void Add(size_t offset) {
+    first = count == 0 ? offset : std::min(first, offset);
+    last = count == 0 ? offset : std::max(last, offset);
+    ++count;
+  }
 };
 
 // The earliest firing found so far.
@@ -269,7 +275,7 @@ class Detector {
     if (size < options_.min_block_chars) return false;
     const size_t offset = ts_node_start_byte(node);
     Tally& t = (*tallies)[key];
-    if (t.count++ == 0) t.first = offset;
+    t.Add(offset);  // leaf blocks come in document order
     if (t.count <= options_.block_max_occurrences) return false;
     const TSNode parent = ts_node_parent(node);
     const bool in_list_item = !ts_node_is_null(parent) && TypeIs(ts_node_type(parent), "list_item");
@@ -305,13 +311,15 @@ class Detector {
       const uint64_t before = nodes_left_;
       const bool complete = VisitSubtrees(
           tree.get(), seed, options_.min_code_nodes, &nodes_left_, [&](const Subtree& s) {
-            const size_t offset = f->code_begin + s.start_byte;
+            // Subtrees are visited children first, so an occurrence can start before one
+            // counted earlier (when error recovery or a dropped comment gives a node and its
+            // descendant the same shape): the firing spans the smallest to the largest offset.
             Tally& t = tallies[s.hash];
-            if (t.count++ == 0) t.first = offset;
+            t.Add(f->code_begin + s.start_byte);
             if (t.count != options_.code_max_occurrences + 1) return;
-            if (!best_.Earlier(offset, s.nodes)) return;
+            if (!best_.Earlier(t.last, s.nodes)) return;
             best_.kind = AstKind::kCodeClone;
-            best_.offset = offset;
+            best_.offset = t.last;
             best_.first = t.first;
             best_.occurrences = t.count;
             best_.size = s.nodes;

@@ -114,8 +114,8 @@ bool PlainProse(uint64_t v) {
 
 // Math and inline-code state, carried across the lines of a paragraph.
 struct MathState {
-  enum Kind : uint8_t { kNone, kDollar, kDoubleDollar, kParen, kBracket, kCode };
-  Kind kind = kNone;
+  enum class Kind : uint8_t { kNone, kDollar, kDoubleDollar, kParen, kBracket, kCode };
+  Kind kind = Kind::kNone;
 };
 
 // Skips leading block markers: indentation, `>`, bullets, ordered-list numbers, heading marks,
@@ -178,7 +178,7 @@ Normalized NormalizeProse(std::string_view line, MathState* state) {
   while (i < n) {
     const char c = line[i];
     const CharClass cls = ClassOf(c);
-    if (cls == kLetter && math->kind == MathState::kNone) {
+    if (cls == kLetter && math->kind == MathState::Kind::kNone) {
       out->Byte(Lower(c));
       ++i;
       for (;;) {
@@ -220,7 +220,7 @@ Normalized NormalizeProse(std::string_view line, MathState* state) {
         break;
       case kLetter:
       case kUnderscore:
-        if (math->kind != MathState::kNone) {  // an identifier in math or code: abstracted
+        if (math->kind != MathState::Kind::kNone) {  // an identifier in math or code: abstracted
           while (i < n && (ClassOf(line[i]) == kLetter || line[i] == '_')) ++i;
           out->Byte('v');
         } else {
@@ -243,11 +243,11 @@ Normalized NormalizeProse(std::string_view line, MathState* state) {
           while (i < n && IsAlpha(line[i])) out->Byte(Lower(line[i++]));
           break;
         }
-        if (math->kind == MathState::kNone && (d == '(' || d == '[')) {
-          math->kind = d == '(' ? MathState::kParen : MathState::kBracket;
-        } else if ((d == ')' && math->kind == MathState::kParen) ||
-                   (d == ']' && math->kind == MathState::kBracket)) {
-          math->kind = MathState::kNone;
+        if (math->kind == MathState::Kind::kNone && (d == '(' || d == '[')) {
+          math->kind = d == '(' ? MathState::Kind::kParen : MathState::Kind::kBracket;
+        } else if ((d == ')' && math->kind == MathState::Kind::kParen) ||
+                   (d == ']' && math->kind == MathState::Kind::kBracket)) {
+          math->kind = MathState::Kind::kNone;
         }
         out->Byte(d);  // an escaped character (\$, \{, \\) is literal
         i += 2;
@@ -255,10 +255,11 @@ Normalized NormalizeProse(std::string_view line, MathState* state) {
       }
       case kDollar: {
         const bool twice = i + 1 < n && line[i + 1] == '$';
-        if (math->kind == MathState::kNone) {
-          math->kind = twice ? MathState::kDoubleDollar : MathState::kDollar;
-        } else if (math->kind == (twice ? MathState::kDoubleDollar : MathState::kDollar)) {
-          math->kind = MathState::kNone;
+        if (math->kind == MathState::Kind::kNone) {
+          math->kind = twice ? MathState::Kind::kDoubleDollar : MathState::Kind::kDollar;
+        } else if (math->kind ==
+                   (twice ? MathState::Kind::kDoubleDollar : MathState::Kind::kDollar)) {
+          math->kind = MathState::Kind::kNone;
         }
         out->Byte('$');
         if (twice) out->Byte('$');
@@ -266,16 +267,16 @@ Normalized NormalizeProse(std::string_view line, MathState* state) {
         break;
       }
       case kBacktick:
-        if (math->kind == MathState::kNone) {
-          math->kind = MathState::kCode;
-        } else if (math->kind == MathState::kCode) {
-          math->kind = MathState::kNone;
+        if (math->kind == MathState::Kind::kNone) {
+          math->kind = MathState::Kind::kCode;
+        } else if (math->kind == MathState::Kind::kCode) {
+          math->kind = MathState::Kind::kNone;
         }
         out->Byte('`');
         ++i;
         break;
       case kStar:
-        if (math->kind != MathState::kNone) out->Byte(c);  // emphasis outside math is dropped
+        if (math->kind != MathState::Kind::kNone) out->Byte(c);  // emphasis outside math is dropped
         ++i;
         break;
       case kOther:

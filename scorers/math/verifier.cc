@@ -178,17 +178,19 @@ class MathAccuracyScorer final : public AccuracyScorer {
                                  std::span<const std::string> references) const override {
     if (task != Task::kMath) return basic_->Prepare(task, references);
     std::vector<Expr> parsed;
-    std::vector<std::string> bad;
+    std::vector<std::string> bad;  // the first few, quoted: `why` is copied to every completion
+    size_t unparsed = 0;
     for (const std::string& reference : references) {
       Budget budget;
       budget.steps *= 8;
       Parsed p = ParsePart(reference, ReferenceLimits(), budget);
       if (p.ok) {
         parsed.push_back(std::move(p.expr));
-      } else {
+      } else if (++unparsed <= 4) {
         bad.push_back(absl::StrCat("\"", reference.substr(0, 80), "\""));
       }
     }
+    if (unparsed > bad.size()) bad.push_back(absl::StrCat("and ", unparsed - bad.size(), " more"));
     std::string why = references.empty()
                           ? "no reference"
                           : absl::StrCat("no reference parses: ", absl::StrJoin(bad, ", "));

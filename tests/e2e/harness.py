@@ -17,6 +17,7 @@ The server binds gRPC and metrics to port 0 and logs
 from that line. Needs grpcio (Debian's /usr/bin/python3 has it), nothing else.
 """
 
+import os
 import re
 import subprocess
 import threading
@@ -34,7 +35,8 @@ _HTTP = re.compile(r"; http on \S+ \(port (\d+)\)")
 class RunningServer:
     """`rlscore serve` on free ports, with its stdout and stderr collected on a thread.
 
-    `binary` is the path of the rlscore executable; `extra` are more `serve` flags (a later
+    `binary` is the path of the rlscore executable; `extra` are more `serve` flags; `cwd` and
+    `env` are the process's working directory and environment (default: ours) (a later
     `--listen-address=unix:/path` replaces the default 127.0.0.1:0). The constructor returns once
     the server logged that it serves (RuntimeError with its log if it did not within 30 seconds).
     `port` (None on a unix: path), `metrics_port`, `http_port` (None without --http-address) and
@@ -42,11 +44,12 @@ class RunningServer:
     (tests: self.addCleanup(server.stop)). Not thread-safe; one owner.
     """
 
-    def __init__(self, binary, *extra):
+    def __init__(self, binary, *extra, cwd=None, env=None):
         self.proc = subprocess.Popen(
-            [binary, "serve", "--listen-address=127.0.0.1:0",
+            [os.path.abspath(binary), "serve", "--listen-address=127.0.0.1:0",
              "--metrics-address=127.0.0.1:0", *extra],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=cwd, env=env)
         self.lines = []
         self.ready = threading.Event()
         self.port = self.metrics_port = self.listen_address = self.http_port = None

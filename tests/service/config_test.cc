@@ -96,6 +96,47 @@ TEST(Config, ValidationNamesTheField) {
   }
 }
 
+TEST(Config, NewLimitsAndTlsAreReadAndValidated) {
+  ServerOptions options = DefaultServerOptions();
+  ASSERT_TRUE(
+      ApplyConfigText(R"pb(
+                        limits {
+                          max_completion_tokens: 1000
+                          max_references: 5
+                          max_reference_bytes: 100
+                          max_concurrent_calls: 7
+                          max_streams: 9
+                        }
+                        tls { cert_file: "/c.pem" key_file: "/k.pem" client_ca_file: "/ca.pem" }
+                      )pb",
+                      "server.textproto", &options)
+          .ok());
+  EXPECT_EQ(options.limits.max_completion_tokens, 1000u);
+  EXPECT_EQ(options.limits.max_references, 5u);
+  EXPECT_EQ(options.limits.max_reference_bytes, 100u);
+  EXPECT_EQ(options.limits.max_concurrent_calls, 7u);
+  EXPECT_EQ(options.limits.max_streams, 9u);
+  EXPECT_TRUE(options.tls.enabled());
+  EXPECT_EQ(options.tls.client_ca_file, "/ca.pem");
+  EXPECT_FALSE(options.tls.require_client_cert);
+  EXPECT_TRUE(ValidateServerOptions(options).ok());
+
+  ServerOptions bad = options;
+  bad.tls.key_file.clear();
+  EXPECT_THAT(std::string(ValidateServerOptions(bad).message()), HasSubstr("go together"));
+  bad = options;
+  bad.tls.client_ca_file.clear();
+  bad.tls.require_client_cert = true;
+  EXPECT_THAT(std::string(ValidateServerOptions(bad).message()), HasSubstr("needs client_ca_file"));
+  bad = DefaultServerOptions();
+  bad.tls.require_client_cert = true;
+  EXPECT_THAT(std::string(ValidateServerOptions(bad).message()),
+              HasSubstr("need cert_file and key_file"));
+  bad = DefaultServerOptions();
+  bad.limits.max_streams = 0;
+  EXPECT_THAT(std::string(ValidateServerOptions(bad).message()), HasSubstr("max_streams"));
+}
+
 TEST(Config, MissingFileIsNotFoundNamingThePath) {
   ServerOptions options = DefaultServerOptions();
   const absl::Status status = ApplyConfigFile("/nonexistent/rlscore.textproto", &options);

@@ -47,6 +47,24 @@ TEST(OpenRlhf, APromptNotAtTheStartIsFoundInTheQuery) {
   EXPECT_EQ(not_found, 1u);
 }
 
+// The search is linear (Knuth-Morris-Pratt): self-overlapping prompts are found at their first
+// occurrence, and a 200 KB query of "a" against a prompt of 100 KB of "a" then "b" (quadratic for a
+// naive search) is answered as not found.
+TEST(OpenRlhf, ThePromptSearchHandlesSelfOverlapAndPathologicalInput) {
+  absl::StatusOr<v1::ScoreGroupsRequest> request = OpenRlhfToRequest(
+      R"({"query": ["xaabaabaaabaabaaab!", "abababc done"], "prompts": ["aabaaab", "ababc"]})");
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->groups(0).completions(0).text(), "aabaaab!");
+  EXPECT_EQ(request->groups(1).completions(0).text(), " done");
+
+  const std::string body = R"({"query": [")" + std::string(200000, 'a') + R"("], "prompts": [")" +
+                           std::string(100000, 'a') + R"(b"]})";
+  uint64_t not_found = 0;
+  request = OpenRlhfToRequest(body, &not_found);
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(not_found, 1u);
+}
+
 TEST(OpenRlhf, SamePromptWithAnotherLabelStartsAGroup) {
   absl::StatusOr<v1::ScoreGroupsRequest> request = OpenRlhfToRequest(
       R"({"query": ["p a", "p b", "p c"], "prompts": ["p", "p", "p"], "labels": [1, 1, 2]})");

@@ -285,11 +285,35 @@ TEST(ScoreGroups, RequestErrorsNameWhatIsWrong) {
       {"bad advantage options",
        [](v1::ScoreGroupsRequest* r) { r->mutable_advantage()->set_zero_variance_threshold(-1); },
        absl::StatusCode::kInvalidArgument, "advantage.zero_variance_threshold"},
+      {"too many token ids",
+       [](v1::ScoreGroupsRequest* r) {
+         for (uint32_t i = 0; i < 9; ++i) {
+           r->mutable_groups(0)->mutable_completions(0)->add_token_ids(i);
+         }
+       },
+       absl::StatusCode::kResourceExhausted,
+       "groups[0].completions[0].token_ids: 9 tokens exceed the limit max_completion_tokens = 8"},
+      {"too many references",
+       [](v1::ScoreGroupsRequest* r) {
+         for (int i = 0; i < 3; ++i) r->mutable_groups(0)->add_references("2");
+       },
+       absl::StatusCode::kResourceExhausted,
+       "groups[0].references: 4 references exceed the limit max_references = 3"},
+      {"a reference too long",
+       [](v1::ScoreGroupsRequest* r) { r->mutable_groups(0)->add_references("123456789"); },
+       absl::StatusCode::kResourceExhausted,
+       "groups[0].references[1]: 9 bytes exceed the limit max_reference_bytes = 8"},
+      {"a long profile name is clipped in the error",
+       [](v1::ScoreGroupsRequest* r) { r->set_profile(std::string(100000, 'p')); },
+       absl::StatusCode::kNotFound, "... (100000 bytes)\" is not configured"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     Engine engine;
     engine.limits.max_completions_per_request = 4;
+    engine.limits.max_completion_tokens = 8;
+    engine.limits.max_references = 3;
+    engine.limits.max_reference_bytes = 8;
     v1::ScoreGroupsRequest request;
     v1::Group* group = request.add_groups();
     group->add_references("1");

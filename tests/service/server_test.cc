@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rlscore/v1/scoring_service.grpc.pb.h"
+#include "scorers/math/verifier.h"
 #include "tests/service/test_client.h"
 
 namespace rlscore::service {
@@ -540,7 +541,8 @@ class GatedBackend final : public advantage::Backend {
 
 TEST(ServerShutdown, DrainsInFlightCallsAndRefusesNewOnes) {
   auto backend = std::make_shared<GatedBackend>();
-  std::unique_ptr<Server> server = StartOrDie(TestOptions(), {.backend = backend});
+  std::unique_ptr<Server> server =
+      StartOrDie(TestOptions(), {.backend = backend, .clock = nullptr, .accuracy = nullptr});
   ASSERT_NE(server, nullptr);
   auto channel = ChannelTo(*server);
   auto stub = v1::ScoringService::NewStub(channel);
@@ -596,7 +598,8 @@ TEST(ServerListen, AHealthOnlyListenerAnswersProbesAndDrains) {
   auto backend = std::make_shared<GatedBackend>();
   ServerOptions options = TestOptions();
   options.health_address = "127.0.0.1:0";
-  std::unique_ptr<Server> server = StartOrDie(options, {.backend = backend});
+  std::unique_ptr<Server> server =
+      StartOrDie(options, {.backend = backend, .clock = nullptr, .accuracy = nullptr});
   ASSERT_NE(server, nullptr);
   ASSERT_GT(server->health_port(), 0);
   ASSERT_NE(server->health_port(), server->port());
@@ -645,7 +648,8 @@ TEST(ServerConcurrency, ALongCallDoesNotStarveHealthOrOtherCalls) {
   auto backend = std::make_shared<GatedBackend>();
   ServerOptions options = TestOptions();
   options.scoring_threads = 2;
-  std::unique_ptr<Server> server = StartOrDie(options, {.backend = backend});
+  std::unique_ptr<Server> server =
+      StartOrDie(options, {.backend = backend, .clock = nullptr, .accuracy = nullptr});
   ASSERT_NE(server, nullptr);
   auto channel = ChannelTo(*server);
   auto stub = v1::ScoringService::NewStub(channel);
@@ -674,7 +678,8 @@ TEST(ServerConcurrency, ALongCallDoesNotStarveHealthOrOtherCalls) {
 
 TEST(ServerShutdown, GraceExpiryCancelsWhatIsLeft) {
   auto backend = std::make_shared<GatedBackend>();
-  std::unique_ptr<Server> server = StartOrDie(TestOptions(), {.backend = backend});
+  std::unique_ptr<Server> server =
+      StartOrDie(TestOptions(), {.backend = backend, .clock = nullptr, .accuracy = nullptr});
   ASSERT_NE(server, nullptr);
   auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
   grpc::Status status;
@@ -713,7 +718,8 @@ class FakeClock final : public Clock {
 TEST(ServerDeadline, WorkThatOutlivesItsDeadlineIsAnsweredDeadlineExceeded) {
   auto backend = std::make_shared<GatedBackend>();
   FakeClock clock;
-  std::unique_ptr<Server> server = StartOrDie(TestOptions(), {.backend = backend, .clock = &clock});
+  std::unique_ptr<Server> server =
+      StartOrDie(TestOptions(), {.backend = backend, .clock = &clock, .accuracy = nullptr});
   ASSERT_NE(server, nullptr);
   auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
   grpc::Status status;
@@ -738,7 +744,8 @@ TEST(ServerDeadline, AnExpiredDeadlineIsRefusedBeforeAnyWork) {
   backend->Release();
   FakeClock clock;
   clock.Advance(absl::Hours(1));  // every deadline under an hour has passed by the server's clock
-  std::unique_ptr<Server> server = StartOrDie(TestOptions(), {.backend = backend, .clock = &clock});
+  std::unique_ptr<Server> server =
+      StartOrDie(TestOptions(), {.backend = backend, .clock = &clock, .accuracy = nullptr});
   ASSERT_NE(server, nullptr);
   auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
   grpc::ClientContext context;
@@ -749,6 +756,164 @@ TEST(ServerDeadline, AnExpiredDeadlineIsRefusedBeforeAnyWork) {
   EXPECT_THAT(status.error_message(), HasSubstr("before ComputeAdvantages started"));
   server->Shutdown(absl::Seconds(30));
   EXPECT_EQ(backend->entered(), 0);
+}
+
+// Holds every group's grading at Prepare() until released, counting the groups that started: the
+// work a call did after its client left or its deadline passed.
+class GatedAccuracy final : public scorers::AccuracyScorer {
+ public:
+  std::unique_ptr<scorers::Judge> Prepare(scorers::Task task,
+                                          std::span<const std::string> references) const override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++entered_;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return released_; });
+    }
+    return math_->Prepare(task, references);
+  }
+  void WaitUntilEntered(int groups) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return entered_ >= groups; });
+  }
+  int entered() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return entered_;
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::unique_ptr<scorers::AccuracyScorer> math_ = scorers::math::NewMathAccuracyScorer();
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable int entered_ = 0;
+  bool released_ = false;
+};
+
+constexpr int kManyGroups = 64;
+
+v1::ScoreGroupsRequest ManyGroups() {
+  v1::ScoreGroupsRequest request;
+  for (int g = 0; g < kManyGroups; ++g) {
+    v1::Group* group = request.add_groups();
+    group->add_references("42");
+    for (int i = 0; i < 4; ++i) {
+      group->add_completions()->set_text("<think>6 times 7</think> \\boxed{" +
+                                         std::to_string(40 + i) + "}");
+    }
+  }
+  return request;
+}
+
+// Polls the metrics page until it shows `series` (the server counts a call after its work
+// returned, which may be just after the client saw the status).
+bool EventuallyShows(const Server& server, const std::string& series) {
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    if (testing::HttpGet(server.metrics_port(), "/metrics").find(series) != std::string::npos) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return false;
+}
+
+TEST(ServerFaults, AClientThatCancelsMidCallStopsTheWork) {
+  auto accuracy = std::make_shared<GatedAccuracy>();
+  ServerOptions options = TestOptions();
+  options.scoring_threads = 2;
+  std::unique_ptr<Server> server =
+      StartOrDie(options, {.backend = nullptr, .clock = nullptr, .accuracy = accuracy});
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+  grpc::ClientContext context;
+  SetDeadline(&context, 600);
+  grpc::Status status;
+  std::thread caller([&] {
+    v1::ScoreGroupsResponse response;
+    status = stub->ScoreGroups(&context, ManyGroups(), &response);
+  });
+  accuracy->WaitUntilEntered(1);
+  context.TryCancel();
+  caller.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+  // The cancellation reaches the server over loopback in well under a second; then the groups
+  // already being graded finish and no other group starts.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  accuracy->Release();
+  ASSERT_TRUE(EventuallyShows(
+      *server, "rlscore_requests_total{code=\"CANCELLED\",method=\"ScoreGroups\"} 1"));
+  EXPECT_LE(accuracy->entered(), 3);  // two pool threads and the call's own thread
+  EXPECT_THAT(testing::HttpGet(server->metrics_port(), "/metrics"),
+              HasSubstr("rlscore_requests_in_flight{method=\"ScoreGroups\"} 0"));
+
+  // The server goes on serving.
+  grpc::ClientContext next;
+  SetDeadline(&next);
+  v1::ScoreGroupsResponse response;
+  ASSERT_TRUE(stub->ScoreGroups(&next, ManyGroups(), &response).ok());
+  EXPECT_EQ(response.rewards_size(), kManyGroups * 4);
+  server->Shutdown(absl::Seconds(30));
+}
+
+TEST(ServerFaults, CallsPastTheConcurrencyLimitAreRefusedAtOnce) {
+  auto backend = std::make_shared<GatedBackend>();
+  ServerOptions options = TestOptions();
+  options.limits.max_concurrent_calls = 1;
+  std::unique_ptr<Server> server =
+      StartOrDie(options, {.backend = backend, .clock = nullptr, .accuracy = nullptr});
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+  grpc::Status held;
+  std::thread caller([&] {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ComputeAdvantagesResponse response;
+    held = stub->ComputeAdvantages(&context, IncidentRequest(), &response);
+  });
+  backend->WaitUntilEntered(1);
+  {
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    v1::ComputeAdvantagesResponse response;
+    const grpc::Status busy = stub->ComputeAdvantages(&context, IncidentRequest(), &response);
+    EXPECT_EQ(busy.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(busy.error_message(), HasSubstr("max_concurrent_calls"));
+  }
+  backend->Release();
+  caller.join();
+  EXPECT_TRUE(held.ok()) << held.error_message();
+  EXPECT_EQ(backend->entered(), 1);  // the refused call never reached the backend
+  server->Shutdown(absl::Seconds(30));
+}
+
+TEST(ServerFaults, ADeadlineThatPassesMidScoringStopsTheWork) {
+  auto accuracy = std::make_shared<GatedAccuracy>();
+  FakeClock clock;
+  ServerOptions options = TestOptions();
+  options.scoring_threads = 2;
+  std::unique_ptr<Server> server =
+      StartOrDie(options, {.backend = nullptr, .clock = &clock, .accuracy = accuracy});
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+  grpc::Status status;
+  std::thread caller([&] {
+    grpc::ClientContext context;
+    SetDeadline(&context, 600);
+    v1::ScoreGroupsResponse response;
+    status = stub->ScoreGroups(&context, ManyGroups(), &response);
+  });
+  accuracy->WaitUntilEntered(1);
+  clock.Advance(absl::Hours(1));  // by the server's clock the deadline passes mid-scoring
+  accuracy->Release();
+  caller.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.error_message(), HasSubstr("while completions were scored"));
+  EXPECT_LE(accuracy->entered(), 3);
+  server->Shutdown(absl::Seconds(30));
 }
 
 }  // namespace
@@ -1071,6 +1236,25 @@ TEST(ServerMonitorGeneration, CleanEndsAndBadStreams) {
     const grpc::Status status = Monitor(*stub, c.messages);
     EXPECT_EQ(status.error_code(), c.code);
     EXPECT_THAT(status.error_message(), HasSubstr(c.message));
+  }
+
+  {  // Past max_streams open streams a new one is refused at once; the open one is unaffected.
+    ServerOptions one = TestOptions();
+    one.limits.max_streams = 1;
+    std::unique_ptr<Server> small = StartOrDie(one);
+    ASSERT_NE(small, nullptr);
+    auto small_stub = v1::ScoringService::NewStub(ChannelTo(*small));
+    grpc::ClientContext context;
+    SetDeadline(&context);
+    auto open = small_stub->MonitorGeneration(&context);
+    ASSERT_TRUE(open->Write(Start()));
+    const grpc::Status refused = Monitor(*small_stub, {Start(), Text("<think>hello")});
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(refused.error_message(), HasSubstr("max_streams"));
+    ASSERT_TRUE(open->Write(Text("<think>still watched</think> 42")));
+    open->WritesDone();
+    EXPECT_TRUE(open->Finish().ok());
+    small->Shutdown(absl::Seconds(30));
   }
 
   {  // A client that cancels mid-stream: the server ends the call and keeps serving.

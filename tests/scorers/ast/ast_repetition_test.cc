@@ -304,6 +304,32 @@ TEST(AstRepetition, HostileInputIsHandled) {
   EXPECT_EQ(FindAstRepetition(blocks, 0, AstOptions{}).kind, AstKind::kBlock);
 }
 
+// Found by fuzz/ast_repetition_fuzz (fuzz/regressions/ast_repetition_fuzz/first-after-crossing):
+// error recovery gave a call and a call inside it the same shape, and subtrees are visited
+// children first, so the occurrence counted first started after the one that crossed the
+// threshold. The firing now runs from the smallest offset to the largest.
+TEST(AstRepetition, NestedClonesReportTheFirstOccurrenceFirst) {
+  const std::string text(
+      "```python\n\x01"
+      "\x00"
+      "int(sum(ra(nge(1, 20, 2)))\n`e(1, 20, 2)))\n```\n\nSo "
+      "the))))))))))))))))))))))))))))))));)))))))))))))\xa9"
+      ")9)))))))))``\n\nSo the))))))))))))))))))))))))))))))));)))))))))))))\xa9"
+      ")9))))))))))))))))))))))))))))))))))))))))))))))))))))))))) is 100.",
+      247);
+  AstOptions options;
+  options.code_max_occurrences = 1;
+  options.min_code_nodes = 4;
+  options.block_max_occurrences = 2;
+  options.min_block_chars = 8;
+  const AstReport report = FindAstRepetition(text, 100, options);
+  ASSERT_EQ(report.kind, AstKind::kCodeClone) << report.detail;
+  EXPECT_LE(report.first_char_offset, report.char_offset);
+  EXPECT_EQ(report.first_char_offset, 112u);
+  EXPECT_EQ(report.char_offset, 120u);
+  EXPECT_NE(report.detail.find("first at character 112"), std::string::npos) << report.detail;
+}
+
 TEST(AstRepetition, ParsersArePerThread) {
   const std::string code = RenamedFunctionLoop(4);
   const std::string prose = DerivationLoop(4);

@@ -1,0 +1,35 @@
+// The AST repetition detector (scorers/ast/ast_repetition.h): Markdown block structure and code
+// clones parsed with tree-sitter, on any reasoning text, with the thresholds from the first byte
+// (low ones reach the clone comparison on small inputs). It must end within its byte, node and
+// time budgets and report offsets inside the text.
+#include <cstddef>
+#include <cstdint>
+
+#include "fuzz/fuzz_input.h"
+#include "scorers/ast/ast_repetition.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace rlscore;
+  fuzz::FuzzInput in(data, size);
+  const uint8_t flags = in.Byte();
+  scorers::ast::AstOptions options;
+  if ((flags & 1) != 0) {
+    options.block_max_occurrences = 1 + (flags >> 1) % 3;
+    options.min_block_chars = 8;
+    options.code_max_occurrences = 1 + (flags >> 3) % 3;
+    options.min_code_nodes = 4;
+  }
+  if ((flags & 0x20) != 0) options.max_parse_bytes = 512;
+  if ((flags & 0x40) != 0) options.max_nodes = 200;
+  const std::string_view reasoning = in.Rest();
+
+  const scorers::ast::AstReport report = scorers::ast::FindAstRepetition(reasoning, 100, options);
+  if (report.kind != scorers::ast::AstKind::kNone) {
+    RLSCORE_FUZZ_CHECK(report.first_char_offset <= report.char_offset);
+    RLSCORE_FUZZ_CHECK(report.first_char_offset >= 100 &&
+                       report.char_offset < 100 + reasoning.size());
+    RLSCORE_FUZZ_CHECK(report.skipped == scorers::ast::AstBudget::kNone);
+  }
+  RLSCORE_FUZZ_CHECK(report.bytes_parsed <= options.max_parse_bytes);
+  return 0;
+}

@@ -1,0 +1,40 @@
+// The JSON front doors: OpenRLHF and slime request bodies (service/http_rewards.h) and a rollout
+// line of `rlscore score` (cli/rollouts.h). Any bytes are either refused with an error that names
+// what was wrong or mapped to a request the scorer accepts the shape of.
+#include <cstddef>
+#include <cstdint>
+
+#include "cli/rollouts.h"
+#include "fuzz/fuzz_input.h"
+#include "service/http_rewards.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace rlscore;
+  fuzz::FuzzInput in(data, size);
+  const std::string_view body = in.Rest();
+
+  uint64_t not_found = 0;
+  const absl::StatusOr<v1::ScoreGroupsRequest> openrlhf =
+      service::OpenRlhfToRequest(body, &not_found);
+  if (openrlhf.ok()) {
+    int completions = 0;
+    for (const v1::Group& group : openrlhf->groups()) {
+      RLSCORE_FUZZ_CHECK(group.completions_size() > 0);
+      completions += group.completions_size();
+    }
+    RLSCORE_FUZZ_CHECK(not_found <= static_cast<uint64_t>(completions));
+  } else {
+    RLSCORE_FUZZ_CHECK(!openrlhf.status().message().empty());
+  }
+
+  const absl::StatusOr<v1::ScoreGroupsRequest> slime = service::SlimeToRequest(body);
+  if (slime.ok()) {
+    RLSCORE_FUZZ_CHECK(slime->groups_size() == 1 && slime->groups(0).completions_size() == 1);
+  } else {
+    RLSCORE_FUZZ_CHECK(!slime.status().message().empty());
+  }
+
+  const absl::StatusOr<cli::Rollout> rollout = cli::ParseRollout(body, cli::FieldNames{});
+  if (!rollout.ok()) RLSCORE_FUZZ_CHECK(!rollout.status().message().empty());
+  return 0;
+}

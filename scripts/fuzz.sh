@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Runs the libFuzzer targets of fuzz/ (docs/RELIABILITY.md "Fuzzing").
+#
+#   scripts/fuzz.sh [--runs N | --seconds S] [--parallel P] [--no-build] [--timeout T] [TARGET...]
+#       A campaign: builds build-asan (clang, ASan+UBSan, RLSCORE_FUZZ=ON; --no-build uses it as it
+#       is), then runs each target
+#       (all by default) for N executions (default 10,000,000) or S seconds, P at a time, keeping
+#       what it finds in build-asan/fuzz/corpus/<target>/; prints a table of executions, time and
+#       coverage. Logs: build-asan/fuzz/logs/<target>.log.
+#   scripts/fuzz.sh --binary PATH --seeds DIR (--runs N | --seconds S)
+#       One target (what ctest's fuzz.<target> tests run): replays fuzz/regressions/<target>/,
+#       then fuzzes from the seeds into a scratch corpus.
+# A crash, leak, timeout (T seconds of wall time for one input, default 10: raise it for a campaign
+# that runs niced beside other work) or out-of-memory (2 GiB) fails the run and leaves the
+# input in build-asan/fuzz/artifacts/; reproduce with `PATH_TO_TARGET ARTIFACT`. Fixed findings go
+# to fuzz/regressions/<target>/ with a unit test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+runs="" seconds="" parallel=1 binary="" seeds="" corpus="" build=1 timeout=10
+targets=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --runs) runs=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
+    --parallel) parallel=$2; shift 2 ;;
+    --binary) binary=$2; shift 2 ;;
+    --seeds) seeds=$2; shift 2 ;;
+    --corpus) corpus=$2; shift 2 ;;
+    --no-build) build=0; shift ;;
+    --timeout) timeout=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -*) echo "scripts/fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+if [ -z "$runs" ] && [ -z "$seconds" ]; then runs=10000000; fi
+limit=(); [ -n "$runs" ] && limit+=("-runs=$runs"); [ -n "$seconds" ] && limit+=("-max_total_time=$seconds")
+
+# One target: regressions first, then fuzzing. Exit status: the target's.
+run_one() {
+  local bin=$1 seed_dir=$2 work=$3 log=$4
+  local name; name=$(basename "$bin")
+  local artifacts; artifacts=$(dirname "$bin")/artifacts
+  mkdir -p "$artifacts" "$work"
+  local regressions=$root/fuzz/regressions/$name
+  if [ -d "$regressions" ] && [ -n "$(ls -A "$regressions")" ]; then
+    "$bin" -timeout=10 -rss_limit_mb=2048 "$regressions"/* > "$log.regressions" 2>&1 || {
+      cat "$log.regressions"; echo "$name: a regression input fails again" >&2; return 1; }
+  fi
+  # New inputs go to the first directory (the scratch corpus); the seeds are only read.
+  if ! ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} "$bin" "${limit[@]}" -timeout="$timeout" \
+      -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/$name-" \
+      "$work" "$seed_dir" > "$log" 2>&1; then
+    tail -60 "$log"
+    echo "$name: FAILED; the input is in $artifacts/ (reproduce: $bin ARTIFACT)" >&2
+    return 1
+  fi
+  local execs; execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  local secs; secs=$(sed -n 's/.*Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log")
+  local cov; cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+  local peak; peak=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log")
+  printf '%-26s %12s execs %6ss  cov %6s  corpus %6s  peak %5s MB  ok\n' "$name" "$execs" \
+    "${secs:-?}" "${cov:-?}" "$(ls "$work" | wc -l)" "${peak:-?}"
+}
+
+if [ -n "$binary" ]; then
+  [ -n "$seeds" ] || { echo "scripts/fuzz.sh: --binary needs --seeds" >&2; exit 2; }
+  work=${corpus:-$(mktemp -d)}
+  [ -n "$corpus" ] || trap 'rm -rf "$work"' EXIT
+  run_one "$binary" "$seeds" "$work" "$(dirname "$binary")/$(basename "$binary").log"
+  exit $?
+fi
+
+[ "$build" = 0 ] || bash scripts/setup.sh --test-tools
+[ "$build" = 0 ] || CC=clang-14 CXX=clang++-14 bash scripts/build.sh build-asan -DRLSCORE_SANITIZE=address \
+  -DRLSCORE_FUZZ=ON -DRLSCORE_WITH_CUDA=OFF -DRLSCORE_BUILD_BENCH=OFF -DRLSCORE_DEPLOY_TESTS=OFF
+if [ ${#targets[@]} -eq 0 ]; then
+  mapfile -t targets < <(sed -n 's/^ *\([a-z_]*_fuzz\):.*/\1/p' fuzz/CMakeLists.txt)
+fi
+mkdir -p build-asan/fuzz/logs build-asan/fuzz/corpus
+export -f run_one
+export root timeout
+echo "fuzzing ${targets[*]} (${limit[*]}), $parallel at a time"
+status=0
+printf '%s\n' "${targets[@]}" | xargs -P "$parallel" -I{} bash -c \
+  "$(declare -p limit); run_one build-asan/fuzz/{} build-asan/fuzz/seeds/{} \
+   build-asan/fuzz/corpus/{} build-asan/fuzz/logs/{}.log" || status=$?
+exit $status

@@ -1,0 +1,265 @@
+#!/usr/bin/python3
+"""Faults against the real `rlscore serve` binary (docs/RELIABILITY.md "Faults").
+
+SIGTERM under load, clients that never read their stream, oversized/truncated/garbage protobuf
+messages and HTTP/2 frames, thousands of connections opening and closing, and bad config files.
+After each, the server must still answer (or, after SIGTERM, have answered every call it accepted
+and exited 0). Cancellation and deadlines mid-scoring are in tests/service/server_test.cc
+(ServerFaults), where a gated scorer makes them deterministic.
+
+  /usr/bin/python3 tests/e2e/fault_test.py --binary build/cli/rlscore --stubs build/python
+"""
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import grpc
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402  (tests/e2e/harness.py)
+from harness import health_status  # noqa: E402
+
+ARGS = None
+METHOD = "/rlscore.v1.ScoringService/ScoreGroups"
+
+
+def stubs():
+    from rlscore.v1 import scoring_pb2, scoring_service_pb2_grpc, monitor_pb2  # noqa: generated
+    return scoring_pb2, scoring_service_pb2_grpc, monitor_pb2
+
+
+def code_fences(salt):
+    """Reasoning with four cloned Python functions: the AST detector parses each (slow-ish)."""
+    body = "".join("```python\ndef f%d(a, b):\n    total = 0\n    for i in range(a):\n"
+                   "        if i %% 2 == 0:\n            total += i * b\n        else:\n"
+                   "            total -= b\n    return total\n```\n" % (salt + k) for k in range(4))
+    return ("<think>Let me write code.\n" + body + "</think> \\boxed{42}").encode()
+
+
+def heavy_request(pb, groups=16):
+    return pb.ScoreGroupsRequest(groups=[
+        pb.Group(references=["42"], completions=[pb.Completion(text=code_fences(g * 8 + i))
+                                                 for i in range(8)])
+        for g in range(groups)])
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def open_fds(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+class FaultTest(unittest.TestCase):
+
+    def start(self, *extra):
+        server = harness.RunningServer(ARGS.binary, *extra)
+        self.addCleanup(server.stop)
+        return server
+
+    def assert_serves(self, server):
+        """A health check and a real ScoreGroups call both succeed."""
+        pb, grpc_stubs, _ = stubs()
+        with server.channel() as channel:
+            self.assertEqual(health_status(channel), 1)
+            reply = grpc_stubs.ScoringServiceStub(channel).ScoreGroups(heavy_request(pb, 1),
+                                                                       timeout=60)
+            self.assertEqual(len(reply.rewards), 8)
+
+    def test_sigterm_under_load_answers_every_accepted_call_and_exits_0(self):
+        pb, grpc_stubs, _ = stubs()
+        server = self.start("--drain-timeout-secs=120")
+        channel = server.channel()
+        stub = grpc_stubs.ScoringServiceStub(channel)
+        futures = [stub.ScoreGroups.future(heavy_request(pb), timeout=300) for _ in range(24)]
+        # Wait until calls are being handled, then SIGTERM with the rest still queued or in flight.
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if 'rlscore_requests_in_flight{method="ScoreGroups"} 0' not in server.metrics():
+                break
+            time.sleep(0.01)
+        os.kill(server.proc.pid, signal.SIGTERM)
+        # Calls sent after SIGTERM: refused cleanly (UNAVAILABLE), or served if they got in first.
+        late = []
+        for _ in range(10):
+            late.append(stub.ScoreGroups.future(heavy_request(pb, 1), timeout=300))
+            time.sleep(0.05)
+        answered, refused = 0, 0
+        for i, future in enumerate(futures + late):
+            try:
+                reply = future.result()
+                self.assertEqual(len(reply.rewards), len(reply.advantages))
+                answered += 1
+            except grpc.RpcError as e:
+                self.assertEqual(e.code(), grpc.StatusCode.UNAVAILABLE,
+                                 "call %d (%s) was lost: %s %s\n%s"
+                                 % (i, "sent before SIGTERM" if i < len(futures) else "late",
+                                    e.code(), e.details(), server.log()))
+                refused += 1
+        channel.close()
+        self.assertEqual(server.proc.wait(120), 0, server.log())
+        self.assertGreater(answered, 0)
+        # Every call sent before SIGTERM had reached the server (they were queued there), so
+        # every one of them was answered.
+        for future in futures:
+            self.assertIsNone(future.exception(), "a call accepted before SIGTERM failed")
+        print("SIGTERM under load: %d answered, %d refused cleanly" % (answered, refused),
+              file=sys.stderr)
+
+    def test_clients_that_never_read_their_stream_hold_bounded_memory(self):
+        _, grpc_stubs, monitor_pb = stubs()
+        server = self.start()
+        channel = server.channel()
+        stub = grpc_stubs.ScoringServiceStub(channel)
+        before = rss_kib(server.proc.pid)
+        loop = "Wait, let me double check the sum once more... " * 2000  # ~100 KB, loops early
+        clean = " ".join("w%05d" % i for i in range(16000))  # ~100 KB, never loops
+
+        def deltas(text):
+            yield monitor_pb.MonitorGenerationRequest(
+                start=monitor_pb.GenerationStart(max_tokens=1 << 20))
+            for at in range(0, len(text), 4096):
+                yield monitor_pb.MonitorGenerationRequest(
+                    text=monitor_pb.TextDelta(text=text[at:at + 4096]))
+            time.sleep(30)  # keeps the stream open, never half-closed, never read
+
+        calls = [stub.MonitorGeneration(deltas(loop if i % 2 else "<think>" + clean),
+                                        timeout=120) for i in range(200)]
+        time.sleep(8)
+        during = rss_kib(server.proc.pid)
+        self.assert_serves(server)  # health and scoring still answer meanwhile
+        for call in calls:
+            call.cancel()
+        channel.close()
+        growth_mib = (during - before) / 1024
+        print("200 unread streams: server RSS %.1f -> %.1f MiB" % (before / 1024, during / 1024),
+              file=sys.stderr)
+        # 100 clean streams of ~100 KB each, all held by the server: a bound is the text, its
+        # words (tens of bytes each) and gRPC's buffers, far below 400 MB.
+        self.assertLess(growth_mib, 400)
+        time.sleep(1)
+        self.assert_serves(server)
+
+    def test_oversized_truncated_and_garbage_messages_are_refused_and_serving_continues(self):
+        pb, _, _ = stubs()
+        server = self.start("--max-message-bytes=1048576")
+        raw = lambda b: b  # noqa: E731
+        with server.channel() as channel:
+            call = channel.unary_unary(METHOD, request_serializer=raw, response_deserializer=raw)
+            valid = heavy_request(pb, 2).SerializeToString()
+            cases = {
+                "garbage": b"\xff" * 64,
+                "truncated": valid[:len(valid) // 2],
+                "bad wire type": b"\x12\x07\x0b\x0b\x0b",
+                "huge length prefix": b"\x12\xff\xff\xff\xff\x0f",
+                "oversized": b"\x0a\x80\x80\x80\x01" + b"x" * (2 << 20),
+            }
+            for name, payload in cases.items():
+                with self.assertRaises(grpc.RpcError, msg=name) as caught:
+                    call(payload, timeout=30)
+                code, details = caught.exception.code(), caught.exception.details() or ""
+                print("%s: %s %s" % (name, code.name, details), file=sys.stderr)
+                if name == "oversized":  # refused by gRPC before any of our code runs
+                    self.assertEqual(code, grpc.StatusCode.RESOURCE_EXHAUSTED, details)
+                else:  # named, not gRPC's bare UNIMPLEMENTED
+                    self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT, "%s: %s" % (name, details))
+                    self.assertIn("not a valid rlscore.v1.ScoreGroupsRequest", details)
+            # The valid bytes still work on the same channel.
+            reply = pb.ScoreGroupsResponse.FromString(call(valid, timeout=60))
+            self.assertEqual(len(reply.rewards), 16)
+        self.assert_serves(server)
+
+    def test_garbage_and_truncated_http2_frames_do_not_disturb_the_server(self):
+        server = self.start()
+        preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+        settings = b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+        payloads = [
+            b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",                    # HTTP/1 on an HTTP/2 port
+            preface[:10],                                              # a cut preface
+            preface + b"\x00" * 9,                                     # a DATA frame on stream 0
+            preface + settings + b"\x00\x10\x00\x01\x05\x00\x00\x00\x01" + b"\xff" * 16,  # HPACK junk
+            preface + settings + b"\x00\xff\xff\x00\x00\x00\x00\x00\x01" + b"x" * 100,  # cut frame
+            os.urandom(4096),
+            preface + os.urandom(4096),
+        ]
+        for _ in range(20):
+            for payload in payloads:
+                with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+                    try:
+                        s.sendall(payload)
+                        s.settimeout(0.2)
+                        s.recv(65536)
+                    except OSError:
+                        pass  # the server may close first: that is the point
+        self.assert_serves(server)
+        self.assertIsNone(server.proc.poll())
+
+    def test_thousands_of_connections_open_and_close_without_leaking(self):
+        server = self.start()
+        self.assert_serves(server)
+        fds_before = open_fds(server.proc.pid)
+        for i in range(3000):  # bare TCP: connect, maybe send the preface, close
+            with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+                if i % 2:
+                    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        for _ in range(300):  # whole gRPC clients: connect, health check, close
+            with grpc.insecure_channel("127.0.0.1:%d" % server.port) as channel:
+                self.assertEqual(health_status(channel), 1)
+        # 500 connections held open at once, then all closed.
+        held = [socket.create_connection(("127.0.0.1", server.port), timeout=5)
+                for _ in range(500)]
+        self.assert_serves(server)
+        for s in held:
+            s.close()
+        deadline = time.time() + 30
+        while open_fds(server.proc.pid) > fds_before + 16 and time.time() < deadline:
+            time.sleep(0.2)
+        print("open fds: %d before, %d after" % (fds_before, open_fds(server.proc.pid)),
+              file=sys.stderr)
+        self.assertLessEqual(open_fds(server.proc.pid), fds_before + 16)
+        self.assert_serves(server)
+
+    def test_a_config_file_with_errors_is_refused_at_start_naming_the_line(self):
+        cases = {
+            "unknown field": ('listen_address: "127.0.0.1:0"\nlisten: "x"\n', ":2:"),
+            "bad value": ('limits {\n  max_group_size: -3\n}\n', ":2:"),
+            "unbalanced": ('limits {\n  max_group_size: 3\n', ":3:"),
+            "not text": ("\x00\x01\x02binary", ":1:"),
+        }
+        for name, (text, where) in cases.items():
+            with tempfile.NamedTemporaryFile("w", suffix=".textproto", delete=False) as f:
+                f.write(text)
+            try:
+                run = subprocess.run([ARGS.binary, "serve", "--config=" + f.name],
+                                     capture_output=True, text=True, timeout=30,
+                                     stdin=subprocess.DEVNULL)
+            finally:
+                os.unlink(f.name)
+            self.assertEqual(run.returncode, 2, "%s: %s" % (name, run.stderr))
+            self.assertIn(f.name + where, run.stderr, name)
+        missing = subprocess.run([ARGS.binary, "serve", "--config=/nonexistent/rlscore.textproto"],
+                                 capture_output=True, text=True, timeout=30)
+        self.assertEqual(missing.returncode, 2)
+        self.assertIn("/nonexistent/rlscore.textproto", missing.stderr)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--stubs", required=True)
+    ARGS, rest = parser.parse_known_args()
+    sys.path.insert(0, ARGS.stubs)
+    unittest.main(argv=[sys.argv[0]] + rest)
