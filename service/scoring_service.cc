@@ -96,6 +96,11 @@ absl::Status HandleRaw(const grpc::ByteBuffer& in, grpc::ByteBuffer* out, Handle
   return absl::OkStatus();
 }
 
+absl::Status DrainingStatus() {
+  return absl::UnavailableError(
+      "the server is shutting down (SIGTERM): the call was not started; retry on another replica");
+}
+
 v1::StopReason ToProto(scorers::StopReason reason) {
   switch (reason) {
     case scorers::StopReason::kRepetitionNgram:
@@ -114,9 +119,15 @@ class MonitorStream final
     : public grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse> {
  public:
   // `open` counts the streams open now; past limits.max_streams this one is refused at once.
-  MonitorStream(const ServerOptions& options, Metrics* metrics, std::atomic<uint32_t>* open)
+  MonitorStream(const ServerOptions& options, Metrics* metrics, std::atomic<uint32_t>* open,
+                bool draining)
       : options_(options), metrics_(metrics), start_(absl::Now()), open_(open) {
     metrics_->CallStarted(Method::kMonitorGeneration);
+    if (draining) {
+      open_->fetch_add(1);  // OnDone gives it back
+      End(DrainingStatus());
+      return;
+    }
     if (open_->fetch_add(1) >= options_.limits.max_streams) {
       End(absl::ResourceExhaustedError(
           absl::StrCat("MonitorGeneration: ", options_.limits.max_streams,
@@ -268,6 +279,13 @@ grpc::ServerUnaryReactor* ScoringService::Offload(grpc::CallbackServerContext* c
   const absl::Time start = absl::Now();
   metrics_->CallStarted(method);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (draining_) {
+    ++refused_while_draining_;
+    const absl::Status closing = DrainingStatus();
+    metrics_->CallFinished(method, closing.code(), absl::Now() - start);
+    reactor->Finish(ToGrpcStatus(closing));
+    return reactor;
+  }
   {
     std::lock_guard<std::mutex> lock(calls_mu_);
     if (calls_in_flight_ >= static_cast<int>(options_.limits.max_concurrent_calls)) {
@@ -343,7 +361,9 @@ grpc::ServerUnaryReactor* ScoringService::Score(grpc::CallbackServerContext* con
 
 grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse>*
 ScoringService::MonitorGeneration(grpc::CallbackServerContext*) {
-  return new MonitorStream(options_, metrics_, &open_streams_);
+  MonitorStream* stream = new MonitorStream(options_, metrics_, &open_streams_, draining_);
+  if (draining_) ++refused_while_draining_;
+  return stream;
 }
 
 grpc::ServerUnaryReactor* ScoringService::GetRunHealth(grpc::CallbackServerContext* context,

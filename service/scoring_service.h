@@ -61,6 +61,13 @@ class ScoringService final : public ScoringServiceBase {
   // wait for them (their handlers have returned), so the server's drain must.
   void WaitForCalls();
 
+  // From now on every new call is answered UNAVAILABLE ("shutting down; retry elsewhere") at
+  // once, while calls already handed to the call pool go on. Calls gRPC had received but not yet
+  // handed over get that clean refusal instead of the CANCELLED of a server shutdown.
+  void StartDraining() { draining_ = true; }
+  // Calls refused so far because the server is draining.
+  uint64_t refused_while_draining() const { return refused_while_draining_; }
+
  private:
   absl::Status DoGetRunHealth(const v1::GetRunHealthRequest& request,
                               v1::GetRunHealthResponse* response) const;
@@ -89,6 +96,8 @@ class ScoringService final : public ScoringServiceBase {
   std::condition_variable calls_done_;
   int calls_in_flight_ = 0;                 // guarded by calls_mu_
   std::atomic<uint32_t> open_streams_ = 0;  // MonitorGeneration streams open now
+  std::atomic<bool> draining_ = false;
+  std::atomic<uint64_t> refused_while_draining_ = 0;
 };
 
 }  // namespace rlscore::service

