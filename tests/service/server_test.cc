@@ -1106,7 +1106,7 @@ grpc::Status Monitor(v1::ScoringService::Stub& stub,
                      const std::vector<v1::MonitorGenerationRequest>& messages,
                      std::optional<v1::MonitorGenerationResponse>* stop = nullptr) {
   grpc::ClientContext context;
-  SetDeadline(&context);
+  SetDeadline(&context, 300);  // generous: a quarter-million tokens under ThreadSanitizer
   auto stream = stub.MonitorGeneration(&context);
   for (const v1::MonitorGenerationRequest& m : messages) {
     if (!stream->Write(m)) break;  // the server has answered and ended the stream
