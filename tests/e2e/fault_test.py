@@ -10,14 +10,12 @@ and exited 0). Cancellation and deadlines mid-scoring are in tests/service/serve
   /usr/bin/python3 tests/e2e/fault_test.py --binary build/cli/rlscore --stubs build/python
 """
 
-import argparse
 import os
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
@@ -255,9 +253,4 @@ class FaultTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True)
-    parser.add_argument("--stubs", required=True)
-    ARGS, rest = parser.parse_known_args()
-    sys.path.insert(0, ARGS.stubs)
-    unittest.main(argv=[sys.argv[0]] + rest)
+    harness.test_main(sys.modules[__name__])

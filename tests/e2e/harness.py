@@ -17,10 +17,13 @@ The server binds gRPC and metrics to port 0 and logs
 from that line. Needs grpcio (Debian's /usr/bin/python3 has it), nothing else.
 """
 
+import argparse
 import os
 import re
 import subprocess
+import sys
 import threading
+import unittest
 import urllib.request
 
 import grpc
@@ -103,3 +106,15 @@ def health_status(channel, service=""):
                                 request_serializer=lambda b: b, response_deserializer=lambda b: b)
     reply = check(request, timeout=10)
     return reply[1] if len(reply) == 2 and reply[0] == 0x08 else 0
+
+
+def test_main(module):
+    """The main of a test file: parses --binary and --stubs (the generated Python stubs), puts the
+    stubs on sys.path, sets `module.ARGS`, and runs the file's unittest cases with any other
+    arguments (-v, a test name)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--stubs", required=True)
+    module.ARGS, rest = parser.parse_known_args()
+    sys.path.insert(0, module.ARGS.stubs)
+    unittest.main(module=module, argv=[sys.argv[0]] + rest)

@@ -7,7 +7,6 @@ Certificates are made for each run with the openssl command line in a temporary 
   /usr/bin/python3 tests/e2e/security_test.py --binary build/cli/rlscore --stubs build/python
 """
 
-import argparse
 import os
 import signal
 import subprocess
@@ -156,9 +155,4 @@ class SecurityTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True)
-    parser.add_argument("--stubs", required=True)
-    ARGS, rest = parser.parse_known_args()
-    sys.path.insert(0, ARGS.stubs)
-    unittest.main(argv=[sys.argv[0]] + rest)
+    harness.test_main(sys.modules[__name__])

@@ -7,7 +7,6 @@ process exits 0. Run by ctest; standalone:
   /usr/bin/python3 tests/e2e/serve_test.py --binary build/cli/rlscore --stubs build/python
 """
 
-import argparse
 import array
 import os
 import re
@@ -228,9 +227,4 @@ class DefaultsTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--binary", required=True)
-    parser.add_argument("--stubs", required=True)
-    ARGS, rest = parser.parse_known_args()
-    sys.path.insert(0, ARGS.stubs)
-    unittest.main(argv=[sys.argv[0]] + rest)
+    harness.test_main(sys.modules[__name__])

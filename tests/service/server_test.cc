@@ -496,32 +496,21 @@ TEST(ServerListen, AnAddressInUseIsUnavailableNamingIt) {
   EXPECT_THAT(std::string(second.status().message()), HasSubstr(options.listen_address));
 }
 
-// A CPU backend that holds each call until the test releases it, so a test can act while a call
-// is provably in flight.
-class GatedBackend final : public advantage::Backend {
+// Holds whoever enters until the test releases it, counting the entries, so a test can act while
+// a call is provably in flight (and count the work that started).
+class Gate {
  public:
-  std::string_view Name() const override { return "gated-cpu"; }
-  absl::StatusOr<std::string_view> Compute(const advantage::Batch& batch,
-                                           const advantage::Options& options,
-                                           std::span<double> advantages,
-                                           std::span<advantage::GroupStats> groups,
-                                           advantage::BatchSummary* summary) override {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      ++entered_;
-      cv_.notify_all();
-      cv_.wait(lock, [&] { return released_; });
-    }
-    const absl::StatusOr<std::string_view> served =
-        cpu_->Compute(batch, options, advantages, groups, summary);
-    if (!served.ok()) return served.status();
-    return Name();  // the response names the backend that served
-  }
-  void WaitUntilEntered(int calls) {
+  void Enter() const {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return entered_ >= calls; });
+    ++entered_;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return released_; });
   }
-  int entered() {
+  void WaitUntilEntered(int entries) const {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return entered_ >= entries; });
+  }
+  int entered() const {
     std::lock_guard<std::mutex> lock(mu_);
     return entered_;
   }
@@ -532,11 +521,30 @@ class GatedBackend final : public advantage::Backend {
   }
 
  private:
-  std::unique_ptr<advantage::Backend> cpu_ = advantage::NewCpuBackend();
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int entered_ = 0;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  mutable int entered_ = 0;
   bool released_ = false;
+};
+
+// A CPU backend that holds each call at its gate.
+class GatedBackend final : public advantage::Backend, public Gate {
+ public:
+  std::string_view Name() const override { return "gated-cpu"; }
+  absl::StatusOr<std::string_view> Compute(const advantage::Batch& batch,
+                                           const advantage::Options& options,
+                                           std::span<double> advantages,
+                                           std::span<advantage::GroupStats> groups,
+                                           advantage::BatchSummary* summary) override {
+    Enter();
+    const absl::StatusOr<std::string_view> served =
+        cpu_->Compute(batch, options, advantages, groups, summary);
+    if (!served.ok()) return served.status();
+    return Name();  // the response names the backend that served
+  }
+
+ private:
+  std::unique_ptr<advantage::Backend> cpu_ = advantage::NewCpuBackend();
 };
 
 TEST(ServerShutdown, DrainsInFlightCallsAndRefusesNewOnes) {
@@ -758,40 +766,18 @@ TEST(ServerDeadline, AnExpiredDeadlineIsRefusedBeforeAnyWork) {
   EXPECT_EQ(backend->entered(), 0);
 }
 
-// Holds every group's grading at Prepare() until released, counting the groups that started: the
+// Holds every group's grading at Prepare() at its gate, counting the groups that started: the
 // work a call did after its client left or its deadline passed.
-class GatedAccuracy final : public scorers::AccuracyScorer {
+class GatedAccuracy final : public scorers::AccuracyScorer, public Gate {
  public:
   std::unique_ptr<scorers::Judge> Prepare(scorers::Task task,
                                           std::span<const std::string> references) const override {
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      ++entered_;
-      cv_.notify_all();
-      cv_.wait(lock, [&] { return released_; });
-    }
+    Enter();
     return math_->Prepare(task, references);
-  }
-  void WaitUntilEntered(int groups) const {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return entered_ >= groups; });
-  }
-  int entered() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return entered_;
-  }
-  void Release() {
-    std::lock_guard<std::mutex> lock(mu_);
-    released_ = true;
-    cv_.notify_all();
   }
 
  private:
   std::unique_ptr<scorers::AccuracyScorer> math_ = scorers::math::NewMathAccuracyScorer();
-  mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
-  mutable int entered_ = 0;
-  bool released_ = false;
 };
 
 constexpr int kManyGroups = 64;
