@@ -134,6 +134,9 @@ class MonitorStream final
                        " streams are open, the limit max_streams; retry later")));
       return;
     }
+    // Headers now, before any answer: a client that waits for them (WaitForInitialMetadata)
+    // knows its stream was admitted and counts against max_streams.
+    StartSendInitialMetadata();
     StartRead(&request_);
   }
 

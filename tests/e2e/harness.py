@@ -99,12 +99,12 @@ class RunningServer:
         self.proc.stdout.close()
 
 
-def health_status(channel, service=""):
+def health_status(channel, service="", timeout=10):
     """grpc.health.v1.Health/Check with hand-encoded messages (Debian ships no health stubs)."""
     request = b"" if not service else b"\x0a" + bytes([len(service)]) + service.encode()
     check = channel.unary_unary("/grpc.health.v1.Health/Check",
                                 request_serializer=lambda b: b, response_deserializer=lambda b: b)
-    reply = check(request, timeout=10)
+    reply = check(request, timeout=timeout)
     return reply[1] if len(reply) == 2 and reply[0] == 0x08 else 0
 
 

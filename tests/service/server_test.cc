@@ -1233,6 +1233,7 @@ TEST(ServerMonitorGeneration, CleanEndsAndBadStreams) {
     grpc::ClientContext context;
     SetDeadline(&context);
     auto open = small_stub->MonitorGeneration(&context);
+    open->WaitForInitialMetadata();  // the server has admitted it: one stream is open
     ASSERT_TRUE(open->Write(Start()));
     const grpc::Status refused = Monitor(*small_stub, {Start(), Text("<think>hello")});
     EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
