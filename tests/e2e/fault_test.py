@@ -36,10 +36,27 @@ def stubs():
 
 
 def code_fences(salt):
-    """Reasoning with four cloned Python functions: the AST detector parses each (slow-ish)."""
-    body = "".join("```python\ndef f%d(a, b):\n    total = 0\n    for i in range(a):\n"
-                   "        if i %% 2 == 0:\n            total += i * b\n        else:\n"
-                   "            total -= b\n    return total\n```\n" % (salt + k) for k in range(4))
+    """Reasoning with four structural clones of one Python function, every identifier renamed in
+    each copy (no word 8-gram recurs, so the n-gram rule stays quiet and the AST detector parses
+    every fence, tens of times slower than the rest of scoring) and \\boxed{42} after it."""
+    def clone(k):
+        s = "%dq%d" % (salt, k)
+        return ("```python\n"
+                "def fn{s}(xs{s}, ys{s}, lim{s}):\n"
+                "    acc{s} = 0\n"
+                "    best{s} = None\n"
+                "    for idx{s} in range(len(xs{s})):\n"
+                "        if xs{s}[idx{s}] > lim{s}:\n"
+                "            acc{s} += xs{s}[idx{s}] * ys{s}[idx{s}]\n"
+                "        elif xs{s}[idx{s}] < -lim{s}:\n"
+                "            acc{s} -= ys{s}[idx{s}]\n"
+                "        else:\n"
+                "            acc{s} = acc{s} // 2\n"
+                "        if best{s} is None or acc{s} > best{s}:\n"
+                "            best{s} = acc{s}\n"
+                "    return best{s}, acc{s}\n"
+                "```\n").format(s=s)
+    body = "".join(clone(k) for k in range(4))
     return ("<think>Let me write code.\n" + body + "</think> \\boxed{42}").encode()
 
 
@@ -108,6 +125,10 @@ class FaultTest(unittest.TestCase):
             try:
                 reply = future.result()
                 self.assertEqual(len(reply.rewards), len(reply.advantages))
+                # The premise of the wait above: these calls parse code, so they take long
+                # enough to be seen in flight.
+                self.assertEqual(reply.results[0].repetition.detector,
+                                 pb.REPETITION_DETECTOR_AST_CODE_CLONE, reply.results[0])
                 answered += 1
             except grpc.RpcError as e:
                 self.assertEqual(e.code(), grpc.StatusCode.UNAVAILABLE,
@@ -117,12 +138,16 @@ class FaultTest(unittest.TestCase):
                 refused += 1
         channel.close()
         self.assertEqual(server.proc.wait(120), 0, server.log())
-        # Calls the server had started were answered in full; the others were refused
-        # UNAVAILABLE (retryable), none lost or CANCELLED.
-        self.assertGreater(answered, 0, "a call was in flight at SIGTERM (%s) but none was "
-                           "answered:\n%s\n%s" % (handled.group(0), metrics, server.log()))
-        print("SIGTERM under load: %d answered, %d refused cleanly" % (answered, refused),
-              file=sys.stderr)
+        # Every call the server had taken before SIGTERM (answered, or in flight at the last
+        # scrape) was answered in full; the others were refused UNAVAILABLE (retryable), none lost
+        # or CANCELLED.
+        ok = re.search(r'^rlscore_requests_total\{code="OK",method="ScoreGroups"\} (\S+)$', metrics,
+                       re.M)
+        accepted = int(float(handled.group(1))) + (int(float(ok.group(1))) if ok else 0)
+        self.assertGreaterEqual(answered, accepted, "%d calls were taken before SIGTERM but only %d "
+                                "answered:\n%s\n%s" % (accepted, answered, metrics, server.log()))
+        print("SIGTERM under load: %d taken before it (%s in flight), %d answered, %d refused "
+              "cleanly" % (accepted, handled.group(1), answered, refused), file=sys.stderr)
 
     def test_clients_that_never_read_their_stream_hold_bounded_memory(self):
         _, grpc_stubs, monitor_pb = stubs()
