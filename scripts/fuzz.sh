@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets of fuzz/ (docs/RELIABILITY.md "Fuzzing").
 #
-#   scripts/fuzz.sh [--runs N | --seconds S] [--parallel P] [--no-build] [--timeout T] [TARGET...]
+#   scripts/fuzz.sh [--runs N | --seconds S] [--parallel P] [--no-build] [--timeout T] [--save]
+#                   [TARGET...]
 #       A campaign: builds build-asan (clang, ASan+UBSan, RLSCORE_FUZZ=ON; --no-build uses it as it
-#       is), then runs each target
-#       (all by default) for N executions (default 10,000,000) or S seconds, P at a time, keeping
+#       is), then runs each target (all by default) for N executions (default 10,000,000) or S
+#       seconds, P at a time, from the seeds and the kept corpus fuzz/corpus/<target>/, keeping
 #       what it finds in build-asan/fuzz/corpus/<target>/; prints a table of executions, time and
-#       coverage. Logs: build-asan/fuzz/logs/<target>.log.
-#   scripts/fuzz.sh --binary PATH --seeds DIR (--runs N | --seconds S)
+#       coverage. Logs: build-asan/fuzz/logs/<target>.log. --save then merges what the campaign
+#       found into fuzz/corpus/<target>/ (only inputs that add coverage; commit them, so the next
+#       campaign, and ctest's short runs, start where this one ended).
+#   scripts/fuzz.sh --binary PATH --seeds DIR [--seeds DIR...] (--runs N | --seconds S)
 #       One target (what ctest's fuzz.<target> tests run): replays fuzz/regressions/<target>/,
 #       then fuzzes from the seeds into a scratch corpus.
 # A crash, leak, timeout (T seconds of wall time for one input, default 10: raise it for a campaign
@@ -18,19 +21,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-runs="" seconds="" parallel=1 binary="" seeds="" corpus="" build=1 timeout=10
-targets=()
+runs="" seconds="" parallel=1 binary="" corpus="" build=1 timeout=10 save=0
+targets=() seeds=()
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --parallel) parallel=$2; shift 2 ;;
     --binary) binary=$2; shift 2 ;;
-    --seeds) seeds=$2; shift 2 ;;
+    --seeds) seeds+=("$2"); shift 2 ;;
     --corpus) corpus=$2; shift 2 ;;
     --no-build) build=0; shift ;;
     --timeout) timeout=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --save) save=1; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     -*) echo "scripts/fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -38,9 +42,13 @@ done
 if [ -z "$runs" ] && [ -z "$seconds" ]; then runs=10000000; fi
 limit=(); [ -n "$runs" ] && limit+=("-runs=$runs"); [ -n "$seconds" ] && limit+=("-max_total_time=$seconds")
 
-# One target: regressions first, then fuzzing. Exit status: the target's.
+# One target: regressions first, then fuzzing from the seed directories that exist. Exit status:
+# the target's.
 run_one() {
-  local bin=$1 seed_dir=$2 work=$3 log=$4
+  local bin=$1 work=$2 log=$3
+  shift 3
+  local seed_dirs=() dir
+  for dir in "$@"; do [ -d "$dir" ] && seed_dirs+=("$dir"); done
   local name; name=$(basename "$bin")
   local artifacts; artifacts=$(dirname "$bin")/artifacts
   mkdir -p "$artifacts" "$work"
@@ -52,7 +60,7 @@ run_one() {
   # New inputs go to the first directory (the scratch corpus); the seeds are only read.
   if ! ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} "$bin" "${limit[@]}" -timeout="$timeout" \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/$name-" \
-      "$work" "$seed_dir" > "$log" 2>&1; then
+      "$work" "${seed_dirs[@]}" > "$log" 2>&1; then
     tail -60 "$log"
     echo "$name: FAILED; the input is in $artifacts/ (reproduce: $bin ARTIFACT)" >&2
     return 1
@@ -65,11 +73,24 @@ run_one() {
     "${secs:-?}" "${cov:-?}" "$(ls "$work" | wc -l)" "${peak:-?}"
 }
 
+# Merges a campaign's corpus into the kept one, fuzz/corpus/<target>/: only inputs that reach
+# features the kept corpus does not.
+save_one() {
+  local name=$1
+  local kept=$root/fuzz/corpus/$name
+  mkdir -p "$kept"
+  local before; before=$(ls "$kept" | wc -l)
+  build-asan/fuzz/"$name" -merge=1 -timeout="$timeout" -rss_limit_mb=2048 "$kept" \
+    build-asan/fuzz/corpus/"$name" > build-asan/fuzz/logs/"$name".merge.log 2>&1 || {
+    tail -20 build-asan/fuzz/logs/"$name".merge.log; echo "$name: merge FAILED" >&2; return 1; }
+  echo "$name: fuzz/corpus/$name/ $before -> $(ls "$kept" | wc -l) inputs"
+}
+
 if [ -n "$binary" ]; then
-  [ -n "$seeds" ] || { echo "scripts/fuzz.sh: --binary needs --seeds" >&2; exit 2; }
+  [ ${#seeds[@]} -gt 0 ] || { echo "scripts/fuzz.sh: --binary needs --seeds" >&2; exit 2; }
   work=${corpus:-$(mktemp -d)}
   [ -n "$corpus" ] || trap 'rm -rf "$work"' EXIT
-  run_one "$binary" "$seeds" "$work" "$(dirname "$binary")/$(basename "$binary").log"
+  run_one "$binary" "$work" "$(dirname "$binary")/$(basename "$binary").log" "${seeds[@]}"
   exit $?
 fi
 
@@ -85,6 +106,9 @@ export root timeout
 echo "fuzzing ${targets[*]} (${limit[*]}), $parallel at a time"
 status=0
 printf '%s\n' "${targets[@]}" | xargs -P "$parallel" -I{} bash -c \
-  "$(declare -p limit); run_one build-asan/fuzz/{} build-asan/fuzz/seeds/{} \
-   build-asan/fuzz/corpus/{} build-asan/fuzz/logs/{}.log" || status=$?
+  "$(declare -p limit); run_one build-asan/fuzz/{} build-asan/fuzz/corpus/{} \
+   build-asan/fuzz/logs/{}.log build-asan/fuzz/seeds/{} fuzz/corpus/{}" || status=$?
+if [ "$save" = 1 ]; then
+  for name in "${targets[@]}"; do save_one "$name" || status=1; done
+fi
 exit $status
