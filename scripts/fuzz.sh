@@ -57,20 +57,30 @@ run_one() {
     "$bin" -timeout=10 -rss_limit_mb=2048 "$regressions"/* > "$log.regressions" 2>&1 || {
       cat "$log.regressions"; echo "$name: a regression input fails again" >&2; return 1; }
   fi
-  # New inputs go to the first directory (the scratch corpus); the seeds are only read.
+  # New inputs go to the first directory (the scratch corpus); the seeds are only read. A run
+  # stopped with SIGINT (libFuzzer prints its statistics and exits 72) is reported, not failed.
+  local state=ok
   if ! ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} "$bin" "${limit[@]}" -timeout="$timeout" \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/$name-" \
       "$work" "${seed_dirs[@]}" > "$log" 2>&1; then
-    tail -60 "$log"
-    echo "$name: FAILED; the input is in $artifacts/ (reproduce: $bin ARTIFACT)" >&2
-    return 1
+    if grep -q '^==[0-9]*== libFuzzer: run interrupted; exiting$' "$log"; then
+      state=interrupted
+    else
+      tail -60 "$log"
+      echo "$name: FAILED; the input is in $artifacts/ (reproduce: $bin ARTIFACT)" >&2
+      return 1
+    fi
   fi
   local execs; execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   local secs; secs=$(sed -n 's/.*Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log")
+  if [ -z "$secs" ] && [ -n "$execs" ]; then
+    secs=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+    [ -n "$secs" ] && [ "$secs" -gt 0 ] && secs=$((execs / secs))
+  fi
   local cov; cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   local peak; peak=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log")
-  printf '%-26s %12s execs %6ss  cov %6s  corpus %6s  peak %5s MB  ok\n' "$name" "$execs" \
-    "${secs:-?}" "${cov:-?}" "$(ls "$work" | wc -l)" "${peak:-?}"
+  printf '%-26s %12s execs %6ss  cov %6s  corpus %6s  peak %5s MB  %s\n' "$name" "$execs" \
+    "${secs:-?}" "${cov:-?}" "$(ls "$work" | wc -l)" "${peak:-?}" "$state"
 }
 
 # Merges a campaign's corpus into the kept one, fuzz/corpus/<target>/: only inputs that reach
