@@ -6,7 +6,8 @@
 #   build-asan/  clang with AddressSanitizer + UndefinedBehaviorSanitizer (leaks included), CUDA
 #                off (the server must build, start and serve without it), and the libFuzzer
 #                targets, each run for RLSCORE_FUZZ_SECONDS (20) from its seed corpus;
-#   build-tsan/  clang with ThreadSanitizer (tests/tsan.supp explains its suppressions).
+#   build-tsan/  clang with ThreadSanitizer (docs/RELIABILITY.md "Sanitizers": tests/tsan.supp,
+#                tests/tsan_ignorelist.txt and common/tsan_handoff.h).
 # Extra arguments go to every ctest, e.g. scripts/test.sh -R Server.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "common/tsan_handoff.h"
 #include "scorers/generation_monitor.h"
 #include "service/advantage_mapping.h"
 #include "service/grpc_status.h"
@@ -114,7 +115,9 @@ v1::StopReason ToProto(scorers::StopReason reason) {
 // One MonitorGeneration stream: the first message names the profile and the budget, token or
 // text deltas follow, and the answer is a single STOP message after which the stream ends (or no
 // message at all when the client half-closes first: nothing fired). Each delta is handled on the
-// reactor's own callback (O(delta) work), so streams need no thread of their own.
+// reactor's own callback (O(delta) work), so streams need no thread of their own. gRPC runs those
+// callbacks one at a time, each on any of its threads: each one acquires the stream from the one
+// before (common/tsan_handoff.h) and releases it when it hands the call back.
 class MonitorStream final
     : public grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse> {
  public:
@@ -137,10 +140,12 @@ class MonitorStream final
     // Headers now, before any answer: a client that waits for them (WaitForInitialMetadata)
     // knows its stream was admitted and counts against max_streams.
     StartSendInitialMetadata();
+    ReleaseHandoff(this);
     StartRead(&request_);
   }
 
   void OnReadDone(bool ok) override {
+    AcquireHandoff(this);
     if (!ok) {  // the client half-closed, or the call is over: nothing fired
       End(absl::OkStatus());
       return;
@@ -151,6 +156,7 @@ class MonitorStream final
       return;
     }
     if (!verdict->has_value()) {
+      ReleaseHandoff(this);
       StartRead(&request_);
       return;
     }
@@ -161,12 +167,14 @@ class MonitorStream final
     response_.set_detail(stop.detail);
     metrics_->RecordGenerationStop(stop.reason);
     code_ = absl::StatusCode::kOk;
+    ReleaseHandoff(this);
     StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
   }
 
   void OnCancel() override { cancelled_ = true; }
 
   void OnDone() override {
+    AcquireHandoff(this);
     open_->fetch_sub(1);
     metrics_->CallFinished(Method::kMonitorGeneration,
                            cancelled_ ? absl::StatusCode::kCancelled : code_, absl::Now() - start_);
@@ -176,6 +184,7 @@ class MonitorStream final
  private:
   void End(const absl::Status& status) {
     code_ = status.code();
+    ReleaseHandoff(this);
     Finish(ToGrpcStatus(status));
   }
 
