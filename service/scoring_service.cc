@@ -15,6 +15,7 @@
 #include "scorers/generation_monitor.h"
 #include "service/advantage_mapping.h"
 #include "service/grpc_status.h"
+#include "service/protobuf_log.h"
 #include "service/run_health.h"
 
 namespace rlscore::service {
@@ -74,27 +75,42 @@ absl::Status CheckResponseSize(const google::protobuf::Message& response, const 
                    limits.max_message_bytes, ": send fewer completions per request"));
 }
 
-// Parses `in` as a `Request` (INVALID_ARGUMENT naming the message when the bytes are not one),
-// answers it with `handle`, and serialises the answer into `out`.
-template <typename Request, typename Response, typename Handle>
-absl::Status HandleRaw(const grpc::ByteBuffer& in, grpc::ByteBuffer* out, Handle&& handle) {
+// Parses `in` into `message`: INVALID_ARGUMENT naming `what` (the request, message 3 of the
+// stream), its size, the message type and protobuf's reason when the bytes are not one.
+template <typename Message>
+absl::Status ParseWire(const grpc::ByteBuffer& in, std::string_view what, Message* message) {
   grpc::ByteBuffer bytes(in);  // shares the slices; the parse consumes this copy
-  Request request;
-  if (!grpc::GenericDeserialize<grpc::ProtoBufferReader, Request>(&bytes, &request).ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the request (", in.Length(), " bytes) is not a valid ", Request::descriptor()->full_name(),
-        ": the bytes are truncated, or not that message's protobuf encoding"));
+  ProtobufLogCapture reason;   // a string field that is not UTF-8: protobuf only logs it
+  if (grpc::GenericDeserialize<grpc::ProtoBufferReader, Message>(&bytes, message).ok()) {
+    return absl::OkStatus();
   }
-  Response response;
-  RLSCORE_RETURN_IF_ERROR(handle(request, &response));
+  return absl::InvalidArgumentError(absl::StrCat(
+      Sv(what), " (", in.Length(), " bytes) is not a valid ", Message::descriptor()->full_name(),
+      ": ",
+      reason.text().empty() ? "the bytes are truncated, or not that message's protobuf encoding"
+                            : reason.text()));
+}
+
+template <typename Message>
+absl::Status SerializeWire(const Message& message, grpc::ByteBuffer* out) {
   bool own_buffer = false;
   const grpc::Status serialized =
-      grpc::GenericSerialize<grpc::ProtoBufferWriter, Response>(response, out, &own_buffer);
+      grpc::GenericSerialize<grpc::ProtoBufferWriter, Message>(message, out, &own_buffer);
   if (!serialized.ok()) {
     return absl::InternalError(
         absl::StrCat("cannot serialise the response: ", serialized.error_message()));
   }
   return absl::OkStatus();
+}
+
+// Parses `in` as a `Request`, answers it with `handle`, and serialises the answer into `out`.
+template <typename Request, typename Response, typename Handle>
+absl::Status HandleRaw(const grpc::ByteBuffer& in, grpc::ByteBuffer* out, Handle&& handle) {
+  Request request;
+  RLSCORE_RETURN_IF_ERROR(ParseWire(in, "the request", &request));
+  Response response;
+  RLSCORE_RETURN_IF_ERROR(handle(request, &response));
+  return SerializeWire(response, out);
 }
 
 absl::Status DrainingStatus() {
@@ -118,8 +134,7 @@ v1::StopReason ToProto(scorers::StopReason reason) {
 // reactor's own callback (O(delta) work), so streams need no thread of their own. gRPC runs those
 // callbacks one at a time, each on any of its threads: each one acquires the stream from the one
 // before (common/tsan_handoff.h) and releases it when it hands the call back.
-class MonitorStream final
-    : public grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse> {
+class MonitorStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   // `open` counts the streams open now; past limits.max_streams this one is refused at once.
   MonitorStream(const ServerOptions& options, Metrics* metrics, std::atomic<uint32_t>* open,
@@ -141,13 +156,20 @@ class MonitorStream final
     // knows its stream was admitted and counts against max_streams.
     StartSendInitialMetadata();
     ReleaseHandoff(this);
-    StartRead(&request_);
+    StartRead(&in_);
   }
 
   void OnReadDone(bool ok) override {
     AcquireHandoff(this);
     if (!ok) {  // the client half-closed, or the call is over: nothing fired
       End(absl::OkStatus());
+      return;
+    }
+    ++messages_;
+    const absl::Status parsed =
+        ParseWire(in_, absl::StrCat("message ", messages_, " of the stream"), &request_);
+    if (!parsed.ok()) {
+      End(parsed);
       return;
     }
     absl::StatusOr<std::optional<scorers::StopVerdict>> verdict = Handle(request_);
@@ -157,7 +179,7 @@ class MonitorStream final
     }
     if (!verdict->has_value()) {
       ReleaseHandoff(this);
-      StartRead(&request_);
+      StartRead(&in_);
       return;
     }
     const scorers::StopVerdict& stop = **verdict;
@@ -166,9 +188,13 @@ class MonitorStream final
     response_.set_char_offset(stop.char_offset);
     response_.set_detail(stop.detail);
     metrics_->RecordGenerationStop(stop.reason);
+    if (const absl::Status serialized = SerializeWire(response_, &out_); !serialized.ok()) {
+      End(serialized);
+      return;
+    }
     code_ = absl::StatusCode::kOk;
     ReleaseHandoff(this);
-    StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+    StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
   }
 
   void OnCancel() override { cancelled_ = true; }
@@ -247,6 +273,9 @@ class MonitorStream final
   Metrics* const metrics_;
   const absl::Time start_;
   std::atomic<uint32_t>* const open_;
+  grpc::ByteBuffer in_;
+  grpc::ByteBuffer out_;
+  uint64_t messages_ = 0;  // read so far, for errors: "message 3 of the stream"
   v1::MonitorGenerationRequest request_;
   v1::MonitorGenerationResponse response_;
   std::optional<scorers::GenerationMonitor> monitor_;
@@ -371,8 +400,8 @@ grpc::ServerUnaryReactor* ScoringService::Score(grpc::CallbackServerContext* con
   });
 }
 
-grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse>*
-ScoringService::MonitorGeneration(grpc::CallbackServerContext*) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ScoringService::MonitorGeneration(
+    grpc::CallbackServerContext*) {
   MonitorStream* stream = new MonitorStream(options_, metrics_, &open_streams_, draining_);
   if (draining_) ++refused_while_draining_;
   return stream;

@@ -24,14 +24,16 @@
 
 namespace rlscore::service {
 
-// The unary methods take their requests as bytes and parse them on the call pool: gRPC's own parse
-// answers a malformed request UNIMPLEMENTED with no message, where callers need INVALID_ARGUMENT
-// saying which message did not parse; and a call refused for load is never parsed at all.
+// Every method takes its messages as bytes and parses them itself. gRPC's own parse answers a
+// malformed unary request UNIMPLEMENTED with no message, and on a stream it reports a message that
+// does not parse as the client's half-close, so MonitorGeneration would end OK as if nothing had
+// fired; callers need INVALID_ARGUMENT saying which message did not parse and why. The unary
+// methods parse on the call pool, so a call refused for load is never parsed at all.
 using ScoringServiceBase = v1::ScoringService::WithRawCallbackMethod_ScoreGroups<
     v1::ScoringService::WithRawCallbackMethod_ComputeAdvantages<
         v1::ScoringService::WithRawCallbackMethod_Score<
             v1::ScoringService::WithRawCallbackMethod_GetRunHealth<
-                v1::ScoringService::WithCallbackMethod_MonitorGeneration<
+                v1::ScoringService::WithRawCallbackMethod_MonitorGeneration<
                     v1::ScoringService::Service>>>>>;
 
 // Thread-safe: gRPC calls its handlers concurrently. `backend`, `metrics` and `clock` must
@@ -51,8 +53,8 @@ class ScoringService final : public ScoringServiceBase {
   grpc::ServerUnaryReactor* Score(grpc::CallbackServerContext* context,
                                   const grpc::ByteBuffer* request,
                                   grpc::ByteBuffer* response) override;
-  grpc::ServerBidiReactor<v1::MonitorGenerationRequest, v1::MonitorGenerationResponse>*
-  MonitorGeneration(grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* MonitorGeneration(
+      grpc::CallbackServerContext* context) override;
   grpc::ServerUnaryReactor* GetRunHealth(grpc::CallbackServerContext* context,
                                          const grpc::ByteBuffer* request,
                                          grpc::ByteBuffer* response) override;

@@ -199,22 +199,80 @@ class FaultTest(unittest.TestCase):
                 "truncated": valid[:len(valid) // 2],
                 "bad wire type": b"\x12\x07\x0b\x0b\x0b",
                 "huge length prefix": b"\x12\xff\xff\xff\xff\x0f",
+                "invalid UTF-8": b"\x0a\x02\xff\xfe",  # profile = 0xff 0xfe
                 "oversized": b"\x0a\x80\x80\x80\x01" + b"x" * (2 << 20),
             }
+            reasons = {}
             for name, payload in cases.items():
                 with self.assertRaises(grpc.RpcError, msg=name) as caught:
                     call(payload, timeout=30)
                 code, details = caught.exception.code(), caught.exception.details() or ""
                 print("%s: %s %s" % (name, code.name, details), file=sys.stderr)
+                reasons[name] = details
                 if name == "oversized":  # refused by gRPC before any of our code runs
                     self.assertEqual(code, grpc.StatusCode.RESOURCE_EXHAUSTED, details)
                 else:  # named, not gRPC's bare UNIMPLEMENTED
                     self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT, "%s: %s" % (name, details))
                     self.assertIn("not a valid rlscore.v1.ScoreGroupsRequest", details)
+            # protobuf gives this reason only in its log: the error carries it instead.
+            self.assertIn("'rlscore.v1.ScoreGroupsRequest.profile' contains invalid UTF-8",
+                          reasons["invalid UTF-8"])
             # The valid bytes still work on the same channel.
             reply = pb.ScoreGroupsResponse.FromString(call(valid, timeout=60))
             self.assertEqual(len(reply.rewards), 16)
         self.assert_serves(server)
+        # protobuf's log lines for bad input stay out of the server's log (a client could
+        # otherwise write one per request).
+        self.assertNotIn("libprotobuf", server.log())
+
+    def test_a_bad_message_on_a_stream_ends_it_with_an_error_not_ok(self):
+        """gRPC reports a stream message that does not parse like a half-close: the stream would
+        end OK, which the client reads as "nothing fired" while its generation goes on unwatched."""
+        _, _, monitor_pb = stubs()
+        server = self.start()
+        raw = lambda b: b  # noqa: E731
+        start = monitor_pb.MonitorGenerationRequest(
+            start=monitor_pb.GenerationStart(max_tokens=1 << 20)).SerializeToString()
+        text = monitor_pb.MonitorGenerationRequest(
+            text=monitor_pb.TextDelta(text="hello there")).SerializeToString()
+        cases = {
+            "garbage": b"\xff" * 16,
+            "truncated": text[:-3],
+            "bad wire type": b"\x1a\x07\x0b\x0b\x0b",
+            "invalid UTF-8": b"\x1a\x05\x0a\x03\xff\xfe\xfd",  # text.text = ff fe fd
+        }
+        with server.channel() as channel:
+            call = channel.stream_stream("/rlscore.v1.ScoringService/MonitorGeneration",
+                                         request_serializer=raw, response_deserializer=raw)
+            for name, payload in cases.items():
+                def messages():
+                    yield start
+                    yield text
+                    yield payload
+                    time.sleep(2)  # the server answers before this: no half-close to hide behind
+                    yield text
+                with self.assertRaises(grpc.RpcError, msg=name) as caught:
+                    list(call(messages(), timeout=60))
+                code, details = caught.exception.code(), caught.exception.details() or ""
+                print("stream, %s: %s %s" % (name, code.name, details), file=sys.stderr)
+                self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT, "%s: %s" % (name, details))
+                self.assertIn("message 3 of the stream (%d bytes) is not a valid "
+                              "rlscore.v1.MonitorGenerationRequest" % len(payload), details)
+            self.assertIn("'rlscore.v1.TextDelta.text' contains invalid UTF-8", details)
+            # A well-formed stream on the same channel is still watched: the loop fires.
+            loop = "<think>" + "Wait, let me double check the sum once more... " * 40
+
+            def looping():
+                yield start
+                yield monitor_pb.MonitorGenerationRequest(
+                    text=monitor_pb.TextDelta(text=loop)).SerializeToString()
+                time.sleep(2)
+            answers = list(call(looping(), timeout=60))
+            self.assertEqual(len(answers), 1)
+            stop = monitor_pb.MonitorGenerationResponse.FromString(answers[0])
+            self.assertEqual(stop.reason, monitor_pb.STOP_REASON_REPETITION_NGRAM, stop)
+        self.assert_serves(server)
+        self.assertNotIn("libprotobuf", server.log())
 
     def test_garbage_and_truncated_http2_frames_do_not_disturb_the_server(self):
         server = self.start()
