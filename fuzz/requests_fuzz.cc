@@ -2,7 +2,8 @@
 // Score or ComputeAdvantages, the rest is parsed as that request's wire bytes and run through the
 // same code as the handlers (service/scoring_engine.h, advantage_mapping.h) with small limits.
 // Every request is either refused with a typed error or answered with one finite reward and
-// advantage per completion.
+// advantage per completion. Wire bytes that are not the message are dropped as the server drops
+// them, with protobuf's reason kept (service/protobuf_log.h), not logged.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "fuzz/fuzz_input.h"
 #include "scorers/math/verifier.h"
 #include "service/advantage_mapping.h"
+#include "service/protobuf_log.h"
 #include "service/scoring_engine.h"
 
 namespace rlscore::fuzz {
@@ -63,9 +65,15 @@ Engine& TheEngine() {
   return *engine;
 }
 
+template <typename Message>
+bool Parse(std::string_view bytes, Message* message) {
+  service::ProtobufLogCapture capture;
+  return message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+}
+
 void ScoreGroups(std::string_view bytes) {
   v1::ScoreGroupsRequest request;
-  if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return;
+  if (!Parse(bytes, &request)) return;
   v1::ScoreGroupsResponse response;
   const absl::Status status = service::RunScoreGroups(TheEngine().context(), request, &response);
   if (!status.ok()) {
@@ -82,7 +90,7 @@ void ScoreGroups(std::string_view bytes) {
 
 void Score(std::string_view bytes) {
   v1::ScoreRequest request;
-  if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return;
+  if (!Parse(bytes, &request)) return;
   v1::ScoreResponse response;
   const absl::Status status = service::RunScore(TheEngine().context(), request, &response);
   if (!status.ok()) {
@@ -95,7 +103,7 @@ void Score(std::string_view bytes) {
 
 void ComputeAdvantages(std::string_view bytes) {
   v1::ComputeAdvantagesRequest request;
-  if (!request.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) return;
+  if (!Parse(bytes, &request)) return;
   service::AdvantageCall call;
   const absl::Status mapped = service::MapComputeAdvantagesRequest(request, TheEngine().limits,
                                                                    advantage::Options{}, &call);
