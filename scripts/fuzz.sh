@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer targets of fuzz/ (docs/RELIABILITY.md "Fuzzing").
 #
-#   scripts/fuzz.sh [--runs N | --seconds S] [--parallel P] [--no-build] [--timeout T] [--save]
-#                   [TARGET...]
+#   scripts/fuzz.sh [--runs N | --seconds S] [--parallel P] [--jobs J] [--no-build] [--timeout T]
+#                   [--save] [TARGET...]
 #       A campaign: builds build-asan (clang, ASan+UBSan, RLSCORE_FUZZ=ON; --no-build uses it as it
 #       is), then runs each target (all by default) for N executions (default 10,000,000) or S
 #       seconds, P at a time, from the seeds and the kept corpus fuzz/corpus/<target>/, keeping
 #       what it finds in build-asan/fuzz/corpus/<target>/; prints a table of executions, time and
-#       coverage. Logs: build-asan/fuzz/logs/<target>.log. --save then merges what the campaign
-#       found into fuzz/corpus/<target>/ (only inputs that add coverage; commit them, so the next
-#       campaign, and ctest's short runs, start where this one ended).
+#       coverage. --jobs J runs each target as J processes that share that corpus (libFuzzer
+#       reloads it, so each goes on from what the others found), N/J executions or S seconds each;
+#       the row sums their executions (a slow target on J spare cores). Logs:
+#       build-asan/fuzz/logs/<target>.log (with --jobs: .log.1 to .log.J). --save then merges
+#       what the campaign found into fuzz/corpus/<target>/ (only inputs that add coverage; commit
+#       them, so the next campaign, and ctest's short runs, start where this one ended).
 #   scripts/fuzz.sh --binary PATH --seeds DIR [--seeds DIR...] (--runs N | --seconds S)
 #       One target (what ctest's fuzz.<target> tests run): replays fuzz/regressions/<target>/,
 #       then fuzzes from the seeds into a scratch corpus.
@@ -21,26 +24,30 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-runs="" seconds="" parallel=1 binary="" corpus="" build=1 timeout=10 save=0
+runs="" seconds="" parallel=1 fuzz_jobs=1 binary="" corpus="" build=1 timeout=10 save=0
 targets=() seeds=()
 while [ $# -gt 0 ]; do
   case $1 in
     --runs) runs=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --parallel) parallel=$2; shift 2 ;;
+    --jobs) fuzz_jobs=$2; shift 2 ;;
     --binary) binary=$2; shift 2 ;;
     --seeds) seeds+=("$2"); shift 2 ;;
     --corpus) corpus=$2; shift 2 ;;
     --no-build) build=0; shift ;;
     --timeout) timeout=$2; shift 2 ;;
     --save) save=1; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     -*) echo "scripts/fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
 if [ -z "$runs" ] && [ -z "$seconds" ]; then runs=10000000; fi
-limit=(); [ -n "$runs" ] && limit+=("-runs=$runs"); [ -n "$seconds" ] && limit+=("-max_total_time=$seconds")
+[[ $fuzz_jobs =~ ^[1-9][0-9]*$ ]] || {
+  echo "scripts/fuzz.sh: --jobs wants a count, got $fuzz_jobs" >&2; exit 2; }
+limit=(); [ -n "$runs" ] && limit+=("-runs=$(((runs + fuzz_jobs - 1) / fuzz_jobs))")
+[ -n "$seconds" ] && limit+=("-max_total_time=$seconds")
 
 # One target: regressions first, then fuzzing from the seed directories that exist. Exit status:
 # the target's.
@@ -59,31 +66,56 @@ run_one() {
   fi
   # New inputs go to the first directory (the scratch corpus); the seeds are only read. A run
   # stopped with SIGINT (libFuzzer prints its statistics and exits 72) is reported, not failed.
-  local state=ok
-  if ! ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} "$bin" "${limit[@]}" -timeout="$timeout" \
+  local logs=() k
+  local -A log_of=()
+  for ((k = 1; k <= fuzz_jobs; k++)); do
+    local job_log=$log; [ "$fuzz_jobs" = 1 ] || job_log=$log.$k
+    logs+=("$job_log")
+    ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} "$bin" "${limit[@]}" -timeout="$timeout" \
       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$artifacts/$name-" \
-      "$work" "${seed_dirs[@]}" > "$log" 2>&1; then
-    if grep -q '^==[0-9]*== libFuzzer: run interrupted; exiting$' "$log"; then
+      "$work" "${seed_dirs[@]}" > "$job_log" 2>&1 &
+    log_of[$!]=$job_log
+  done
+  # Jobs in the order they end; the first that fails stops the others.
+  local state=ok pid rc
+  while [ ${#log_of[@]} -gt 0 ]; do
+    rc=0
+    wait -n -p pid "${!log_of[@]}" || rc=$?
+    local job_log=${log_of[$pid]}
+    unset "log_of[$pid]"
+    [ "$rc" = 0 ] && continue
+    if grep -q '^==[0-9]*== libFuzzer: run interrupted; exiting$' "$job_log"; then
       state=interrupted
-    else
-      tail -60 "$log"
-      echo "$name: FAILED; the input is in $artifacts/ (reproduce: $bin ARTIFACT)" >&2
-      return 1
+      continue
     fi
-  fi
-  local execs; execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-  local secs; secs=$(sed -n 's/.*Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log")
-  if [ -z "$secs" ] && [ -n "$execs" ]; then
-    secs=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
-    [ -n "$secs" ] && [ "$secs" -gt 0 ] && secs=$((execs / secs))
-  fi
-  local cov; cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
-  local peak; peak=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log")
+    tail -60 "$job_log"
+    echo "$name: FAILED ($job_log); the input is in $artifacts/ (reproduce: $bin ARTIFACT)" >&2
+    for pid in "${!log_of[@]}"; do kill -TERM "$pid" 2> /dev/null || true; done
+    wait || true
+    return 1
+  done
+  local execs=0 secs=0 cov=0 peak=0 value
+  for job_log in "${logs[@]}"; do
+    # Executions add up over the jobs; time, coverage and peak memory are the largest job's.
+    value=$(sed -n 's/^stat::number_of_executed_units: *//p' "$job_log")
+    execs=$((execs + ${value:-0}))
+    value=$(sed -n 's/.*Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$job_log")
+    if [ -z "$value" ]; then
+      local rate; rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$job_log")
+      local units; units=$(sed -n 's/^stat::number_of_executed_units: *//p' "$job_log")
+      [ -n "$rate" ] && [ "$rate" -gt 0 ] && value=$((units / rate))
+    fi
+    [ "${value:-0}" -gt "$secs" ] && secs=$value
+    value=$(grep -o 'cov: [0-9]*' "$job_log" | tail -1 | cut -d' ' -f2)
+    [ "${value:-0}" -gt "$cov" ] && cov=$value
+    value=$(sed -n 's/^stat::peak_rss_mb: *//p' "$job_log")
+    [ "${value:-0}" -gt "$peak" ] && peak=$value
+  done
   printf '%-26s %12s execs %6ss  cov %6s  corpus %6s  peak %5s MB  %s\n' "$name" "$execs" \
-    "${secs:-?}" "${cov:-?}" "$(ls "$work" | wc -l)" "${peak:-?}" "$state"
+    "$secs" "$cov" "$(ls "$work" | wc -l)" "$peak" "$state"
   # libFuzzer gives up its leak check after every mutation when most inputs end with more
   # allocations than frees (memory kept across inputs: caches). The exit check still runs.
-  if grep -q '^INFO: libFuzzer disabled leak detection after every mutation' "$log"; then
+  if grep -q '^INFO: libFuzzer disabled leak detection after every mutation' "${logs[@]}"; then
     echo "$name: leak checks after each input turned off by libFuzzer (memory kept across" \
          "inputs); LeakSanitizer still checked the whole run at exit"
   fi
@@ -118,8 +150,9 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 mkdir -p build-asan/fuzz/logs build-asan/fuzz/corpus
 export -f run_one
-export root timeout
-echo "fuzzing ${targets[*]} (${limit[*]}), $parallel at a time"
+export root timeout fuzz_jobs
+per_job=""; [ "$fuzz_jobs" = 1 ] || per_job=" in each of $fuzz_jobs jobs"
+echo "fuzzing ${targets[*]} (${limit[*]}$per_job), $parallel at a time"
 status=0
 printf '%s\n' "${targets[@]}" | xargs -P "$parallel" -I{} bash -c \
   "$(declare -p limit); run_one build-asan/fuzz/{} build-asan/fuzz/corpus/{} \
