@@ -273,6 +273,10 @@ absl::Status ValidateProfile(const Profile& p) {
   if (ast.max_parse_bytes > (uint64_t{1} << 30)) {
     return FieldError("repetition.ast.max_parse_bytes", "must be at most 1 GiB");
   }
+  if (ast.parse_timeout_micros == 0) {
+    return FieldError("repetition.ast.parse_timeout_micros",
+                      "must be at least 1 (the time all parses of a completion may take)");
+  }
   if (p.task == Task::kExternal) {
     return FieldError("task", "cannot default to TASK_EXTERNAL: name it per group");
   }

@@ -61,8 +61,9 @@ class Tree {
   TSTree* tree_;
 };
 
-// Parses `text` with this thread's parser for `grammar`; null when the timeout ran out (the
-// parser is then reset for its next use).
+// Parses `text` with this thread's parser for `grammar` in at most `*micros_left`, which it
+// reduces by the time spent; null when that ran out (the parser is then reset for its next use,
+// and `*micros_left` is 0).
 //
 // tree-sitter 0.20's deadline (clock_after in its clock.h) adds the timeout's nanoseconds without
 // carrying into the seconds, so a parse that starts within `timeout` of a second boundary halts
@@ -71,23 +72,26 @@ class Tree {
 // halt is believed only when our own steady clock (CLOCK_MONOTONIC, as tree-sitter's) agrees;
 // otherwise the parse resumes with the time left. Each early halt needs a second boundary, so
 // this loops at most about timeout/1 s + 1 times.
-TSTree* Parse(Grammar grammar, std::string_view text, uint64_t timeout_micros) {
+// REQUIRES: *micros_left >= 1.
+TSTree* Parse(Grammar grammar, std::string_view text, uint64_t* micros_left) {
   TSParser* parser = ThreadParser(grammar);
   const auto start = std::chrono::steady_clock::now();
-  uint64_t remaining = timeout_micros;
+  const uint64_t budget = *micros_left;
+  uint64_t remaining = budget;  // never 0: that would mean no limit to tree-sitter
   for (;;) {
     ts_parser_set_timeout_micros(parser, remaining);
     TSTree* tree =
         ts_parser_parse_string(parser, nullptr, text.data(), static_cast<uint32_t>(text.size()));
-    if (tree != nullptr) return tree;
     const auto spent = std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - start);
     const uint64_t spent_micros = static_cast<uint64_t>(std::max<int64_t>(spent.count(), 0));
-    if (timeout_micros == 0 || spent_micros >= timeout_micros) {
+    *micros_left = budget - std::min(spent_micros, budget);
+    if (tree != nullptr) return tree;  // a parse that finished just over the time left stands
+    if (*micros_left == 0) {
       ts_parser_reset(parser);
       return nullptr;
     }
-    remaining = timeout_micros - spent_micros;  // at least 1: 0 would mean no limit
+    remaining = *micros_left;
   }
 }
 
@@ -136,6 +140,8 @@ class Detector {
       return std::move(report_);
     }
     nodes_left_ = options_.max_nodes;
+    // At least 1: tree-sitter reads a timeout of 0 as no limit.
+    micros_left_ = std::max<uint64_t>(options_.parse_timeout_micros, 1);
     const std::optional<absl::Time> start =
         clock_ != nullptr ? std::optional<absl::Time>(clock_->Now()) : std::nullopt;
     if (!blocks || BlockRule(&scan)) CodeRule(code);
@@ -153,6 +159,12 @@ class Detector {
   }
 
  private:
+  // The time budget, as a stop's detail names it.
+  std::string TimeBudget() const {
+    return absl::StrCat("the ", options_.parse_timeout_micros,
+                        " µs that all parses of a completion may take");
+  }
+
   // Records that `budget` ran out; returns false, for "stop".
   bool Stop(AstBudget budget, std::string_view detail) {
     report_.skipped = budget;
@@ -216,13 +228,12 @@ class Detector {
   bool BlockRule(LineScan* scan) {
     // The rule reads the keys of every line: normalise the blocks the screen did not.
     for (size_t b = 0; b < scan->blocks.size(); ++b) KeyBlock(text_, b, scan);
-    Tree tree(Parse(Grammar::kMarkdown, text_, options_.parse_timeout_micros));
+    Tree tree(Parse(Grammar::kMarkdown, text_, &micros_left_));
     report_.parsed_markdown = true;
     report_.bytes_parsed += text_.size();
     if (tree.get() == nullptr) {
-      return Stop(AstBudget::kTime,
-                  absl::StrCat("Markdown parse of ", text_.size(), " bytes exceeded ",
-                               options_.parse_timeout_micros, " µs"));
+      return Stop(AstBudget::kTime, absl::StrCat("Markdown parse of ", text_.size(),
+                                                 " bytes ran out of ", TimeBudget()));
     }
     absl::flat_hash_map<uint64_t, Tally> tallies;
     TSTreeCursor cursor = ts_tree_cursor_new(ts_tree_root_node(tree.get()));
@@ -299,13 +310,18 @@ class Detector {
       if (best_.kind != AstKind::kNone && f->code_begin > best_.offset) break;
       const std::string_view code = text_.substr(f->code_begin, f->code_end - f->code_begin);
       const CodeLanguage language = *f->language;
-      Tree tree(Parse(GrammarOf(language), code, options_.parse_timeout_micros));
+      if (micros_left_ == 0) {  // the parses before took all of it
+        return Stop(AstBudget::kTime, absl::StrCat(report_.code_blocks_parsed,
+                                                   " code blocks parsed took ", TimeBudget()));
+      }
+      Tree tree(Parse(GrammarOf(language), code, &micros_left_));
       ++report_.code_blocks_parsed;
       report_.bytes_parsed += code.size();
       if (tree.get() == nullptr) {
         return Stop(AstBudget::kTime,
-                    absl::StrCat(Sv(CodeLanguageName(language)), " parse of ", code.size(),
-                                 " bytes exceeded ", options_.parse_timeout_micros, " µs"));
+                    absl::StrCat("code block ", report_.code_blocks_parsed, " to parse (",
+                                 Sv(CodeLanguageName(language)), ", ", code.size(),
+                                 " bytes) ran out of ", TimeBudget()));
       }
       const uint64_t seed = MixHash(0xc0de, static_cast<uint64_t>(language));
       const uint64_t before = nodes_left_;
@@ -344,6 +360,7 @@ class Detector {
   AstReport report_;
   Firing best_;
   uint64_t nodes_left_ = 0;
+  uint64_t micros_left_ = 0;  // tree-sitter time left to this completion
 };
 
 }  // namespace

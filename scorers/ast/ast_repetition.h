@@ -27,8 +27,11 @@
 // clone of min_code_nodes nodes that spans fewer shape tokens than the window (mostly
 // single-child chains, or template strings, which are one shape token).
 //
-// Budgets: bytes parsed, each parse's tree-sitter timeout, and nodes visited. When one runs out
-// the report says which, nothing fires, and the caller's n-gram rule still applies.
+// Budgets, per completion: bytes parsed, tree-sitter time (all of the completion's parses
+// together) and nodes visited. When one runs out the report says which, nothing fires, and the
+// caller's n-gram rule still applies. Time is per completion, not per parse, because text that is
+// not code parses slowly (tree-sitter's error recovery: prose in a ```javascript fence goes at
+// about 0.2 MB/s), and a completion can hold many fences.
 //
 // Thread-safety: safe to call concurrently; each thread parses with its own parsers (grammars.h).
 #pragma once
@@ -52,7 +55,7 @@ struct AstOptions {
   uint32_t min_code_nodes = 50;        // nodes of a code subtree, at least
   std::array<bool, kNumCodeLanguages> languages = {true, true, true, true};  // by CodeLanguage
   uint64_t max_parse_bytes = 256 * 1024;   // bytes handed to tree-sitter per completion
-  uint64_t parse_timeout_micros = 100000;  // each tree-sitter parse's limit
+  uint64_t parse_timeout_micros = 100000;  // tree-sitter time, all parses together (0 reads 1)
   uint64_t max_nodes = 1000000;            // syntax-tree nodes visited per completion
 };
 

@@ -317,6 +317,8 @@ TEST(Profiles, InvalidProfilesAreRefusedNamingProfileAndField) {
        "profile \"p\": repetition.ast.languages[1]: unknown language \"rust\""},
       {"profiles { name: \"p\" repetition { ast { min_code_nodes: 1 } } }",
        "repetition.ast.min_code_nodes"},
+      {"profiles { name: \"p\" repetition { ast { parse_timeout_micros: 0 } } }",
+       "profile \"p\": repetition.ast.parse_timeout_micros must be at least 1"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);

@@ -1,6 +1,8 @@
 #include "scorers/ast/ast_repetition.h"
 
 #include <chrono>
+#include <cstdint>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -239,13 +241,73 @@ TEST(AstRepetition, TimeBudgetSkips) {
   EXPECT_EQ(FindAstRepetition(DerivationLoop(4), 0, AstOptions{}).kind, AstKind::kBlock);
 }
 
+// `fences` JavaScript fences of prose (words, numbers and punctuation from a fixed generator),
+// each after one shared line of code. The shared line makes the code screen send every fence to
+// the parser; prose is what tree-sitter parses slowest (error recovery, about 0.2 MB/s).
+std::string ProseInCodeFences(int fences, size_t prose_bytes) {
+  static const char* const kWords[] = {"so",    "the", "value", "of",    "each", "term",
+                                       "then",  "we",  "add",   "check", "that", "it",
+                                       "holds", "for", "every", "case",  "sum",  "over",
+                                       "pairs", "but", "wait",  "one",   "more", "step"};
+  uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005u + 1442695040888963407u;
+    return state >> 33;
+  };
+  std::string text = "Let me try it in code.\n\n";
+  for (int f = 0; f < fences; ++f) {
+    text += "```javascript\nconst total = items.reduce((sum, x) => sum + x.value * 2, 0);\n";
+    const size_t end = text.size() + prose_bytes;
+    while (text.size() < end) {
+      const uint64_t r = next() % 10;
+      if (r == 2) {
+        absl::StrAppend(&text, next() % 1000, " ");
+      } else {
+        absl::StrAppend(&text, kWords[next() % std::size(kWords)],
+                        r == 0   ? ", "
+                        : r == 1 ? ". "
+                                 : " ");
+      }
+    }
+    text += "\n```\n\nAnother attempt.\n\n";
+  }
+  return text;
+}
+
+TEST(AstRepetition, TheTimeBudgetCoversAllOfACompletionsParses) {
+  // 100 fences of 600 bytes: each parse takes a few milliseconds, all of them about 0.3 s (in
+  // the release build). The time budget is the completion's, not each parse's: it runs out
+  // part of the way through, though no single parse comes near it.
+  const std::string text = ProseInCodeFences(100, 600);
+  AstOptions unlimited;
+  unlimited.parse_timeout_micros = 60'000'000;
+  const AstReport all = FindAstRepetition(text, 0, unlimited);
+  ASSERT_EQ(all.kind, AstKind::kNone) << all.detail;
+  ASSERT_EQ(all.skipped, AstBudget::kNone) << all.detail;
+  ASSERT_EQ(all.code_blocks_parsed, 100u) << "the code screen must send every fence";
+
+  AstOptions options;
+  options.parse_timeout_micros = 50'000;
+  const AstReport r = FindAstRepetition(text, 0, options);
+  EXPECT_EQ(r.kind, AstKind::kNone);
+  EXPECT_EQ(r.skipped, AstBudget::kTime) << r.detail;
+  EXPECT_LT(r.code_blocks_parsed, 100u);
+  EXPECT_NE(r.detail.find("the 50000 µs that all parses of a completion may take"),
+            std::string::npos)
+      << r.detail;
+}
+
 TEST(AstRepetition, AParseAcrossASecondBoundaryIsNotATimeout) {
   // tree-sitter 0.20 misplaces a deadline that falls in the next second (see Parse), so parses
   // running as the monotonic clock's second turns used to be "skipped: budget (time)". Parse
   // back to back from just before two boundaries until just after each: every one must fire.
   // (The wait only places the parses at a boundary; no outcome depends on how long it takes.)
+  // The bug needs only a deadline past the boundary, whatever the budget: a budget that no
+  // sanitizer or loaded machine exhausts keeps a slow parse from reading as the bug.
   std::string text;
   while (text.size() < 16 * 1024) text += RenamedFunctionLoop(4);
+  AstOptions options;
+  options.parse_timeout_micros = 30'000'000;
   using std::chrono::steady_clock;
   const auto into_second = [] {
     return steady_clock::now().time_since_epoch() % std::chrono::seconds(1);
@@ -256,7 +318,7 @@ TEST(AstRepetition, AParseAcrossASecondBoundaryIsNotATimeout) {
     const auto stop = steady_clock::now() + std::chrono::milliseconds(15);
     int parses = 0;
     while (steady_clock::now() < stop) {
-      const AstReport r = FindAstRepetition(text, 0, AstOptions{});
+      const AstReport r = FindAstRepetition(text, 0, options);
       ASSERT_NE(r.kind, AstKind::kNone) << "parse " << parses << ": " << r.detail;
       ++parses;
     }
