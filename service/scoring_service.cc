@@ -314,12 +314,11 @@ ScoringContext ScoringService::WithCall(grpc::CallbackServerContext* context) co
   return scoring;
 }
 
-grpc::ServerUnaryReactor* ScoringService::Offload(grpc::CallbackServerContext* context,
-                                                  Method method,
+grpc::ServerUnaryReactor* ScoringService::Offload(Method method,
                                                   std::function<absl::Status()> work) {
   const absl::Time start = absl::Now();
   metrics_->CallStarted(method);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = NewReactor();
   if (draining_) {
     ++refused_while_draining_;
     const absl::Status closing = DrainingStatus();
@@ -361,11 +360,37 @@ void ScoringService::WaitForCalls() {
   calls_done_.wait(lock, [this] { return calls_in_flight_ == 0; });
 }
 
-grpc::ServerUnaryReactor* ScoringService::Finish(grpc::CallbackServerContext* context,
-                                                 Method method, absl::Time start,
+bool ScoringService::WaitForAnswers(absl::Time deadline) {
+  std::unique_lock<std::mutex> lock(calls_mu_);
+  return calls_done_.wait_until(lock, absl::ToChronoTime(deadline),
+                                [this] { return calls_in_flight_ == 0 && answers_open_ == 0; });
+}
+
+grpc::ServerUnaryReactor* ScoringService::NewReactor() {
+  // gRPC calls OnDone once it is done with the call, its answer written or the call cancelled.
+  class Reactor : public grpc::ServerUnaryReactor {
+   public:
+    explicit Reactor(ScoringService* service) : service_(service) {}
+    void OnDone() override {
+      {
+        std::lock_guard<std::mutex> lock(service_->calls_mu_);
+        if (--service_->answers_open_ == 0) service_->calls_done_.notify_all();
+      }
+      delete this;
+    }
+
+   private:
+    ScoringService* const service_;
+  };
+  std::lock_guard<std::mutex> lock(calls_mu_);
+  ++answers_open_;
+  return new Reactor(this);
+}
+
+grpc::ServerUnaryReactor* ScoringService::Finish(Method method, absl::Time start,
                                                  const absl::Status& status) {
   metrics_->CallFinished(method, status.code(), absl::Now() - start);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  grpc::ServerUnaryReactor* reactor = NewReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
@@ -373,7 +398,7 @@ grpc::ServerUnaryReactor* ScoringService::Finish(grpc::CallbackServerContext* co
 grpc::ServerUnaryReactor* ScoringService::ScoreGroups(grpc::CallbackServerContext* context,
                                                       const grpc::ByteBuffer* request,
                                                       grpc::ByteBuffer* response) {
-  return Offload(context, Method::kScoreGroups, [this, context, request, response] {
+  return Offload(Method::kScoreGroups, [this, context, request, response] {
     RLSCORE_RETURN_IF_ERROR(CheckCallAlive(*context, *clock_, "before ScoreGroups started"));
     return HandleRaw<v1::ScoreGroupsRequest, v1::ScoreGroupsResponse>(
         *request, response, [&](const v1::ScoreGroupsRequest& in, v1::ScoreGroupsResponse* out) {
@@ -388,7 +413,7 @@ grpc::ServerUnaryReactor* ScoringService::ScoreGroups(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* ScoringService::Score(grpc::CallbackServerContext* context,
                                                 const grpc::ByteBuffer* request,
                                                 grpc::ByteBuffer* response) {
-  return Offload(context, Method::kScore, [this, context, request, response] {
+  return Offload(Method::kScore, [this, context, request, response] {
     RLSCORE_RETURN_IF_ERROR(CheckCallAlive(*context, *clock_, "before Score started"));
     return HandleRaw<v1::ScoreRequest, v1::ScoreResponse>(
         *request, response, [&](const v1::ScoreRequest& in, v1::ScoreResponse* out) {
@@ -407,7 +432,7 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ScoringService::Mon
   return stream;
 }
 
-grpc::ServerUnaryReactor* ScoringService::GetRunHealth(grpc::CallbackServerContext* context,
+grpc::ServerUnaryReactor* ScoringService::GetRunHealth(grpc::CallbackServerContext* /*context*/,
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
   // Cheap (at most max-runs windows of a few hundred batches): answered on gRPC's thread.
@@ -417,7 +442,7 @@ grpc::ServerUnaryReactor* ScoringService::GetRunHealth(grpc::CallbackServerConte
       *request, response, [&](const v1::GetRunHealthRequest& in, v1::GetRunHealthResponse* out) {
         return DoGetRunHealth(in, out);
       });
-  return Finish(context, Method::kGetRunHealth, start, status);
+  return Finish(Method::kGetRunHealth, start, status);
 }
 
 absl::Status ScoringService::DoGetRunHealth(const v1::GetRunHealthRequest& request,
@@ -445,7 +470,7 @@ absl::Status ScoringService::DoGetRunHealth(const v1::GetRunHealthRequest& reque
 grpc::ServerUnaryReactor* ScoringService::ComputeAdvantages(grpc::CallbackServerContext* context,
                                                             const grpc::ByteBuffer* request,
                                                             grpc::ByteBuffer* response) {
-  return Offload(context, Method::kComputeAdvantages, [this, context, request, response] {
+  return Offload(Method::kComputeAdvantages, [this, context, request, response] {
     return HandleRaw<v1::ComputeAdvantagesRequest, v1::ComputeAdvantagesResponse>(
         *request, response,
         [&](const v1::ComputeAdvantagesRequest& in, v1::ComputeAdvantagesResponse* out) {

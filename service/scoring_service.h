@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "advantage/advantage.h"
 #include "common/clock.h"
 #include "rlscore/v1/scoring_service.grpc.pb.h"
@@ -59,9 +60,14 @@ class ScoringService final : public ScoringServiceBase {
                                          const grpc::ByteBuffer* request,
                                          grpc::ByteBuffer* response) override;
 
-  // Blocks until every call handed to the call pool has been answered. gRPC's Shutdown() does not
-  // wait for them (their handlers have returned), so the server's drain must.
+  // Blocks until every call handed to the call pool has been answered (its work done and Finish
+  // called). gRPC's Shutdown() does not wait for them (their handlers have returned), so the
+  // server's drain must.
   void WaitForCalls();
+  // Blocks until gRPC is done with every unary call's answer as well (written to its connection:
+  // the reactor's OnDone), or until `deadline`; false if some were not by then. The drain waits
+  // for this before gRPC's own shutdown, which closes a connection as soon as its last call ends.
+  bool WaitForAnswers(absl::Time deadline);
 
   // From now on every new call is answered UNAVAILABLE ("shutting down; retry elsewhere") at
   // once, while calls already handed to the call pool go on. Calls gRPC had received but not yet
@@ -82,11 +88,11 @@ class ScoringService final : public ScoringServiceBase {
   // Hands a unary call to the call pool and returns its reactor at once: gRPC's callback threads
   // only pass calls along, so a long batch never starves health checks or other calls. `work`
   // runs on a pool thread; its status answers the call.
-  grpc::ServerUnaryReactor* Offload(grpc::CallbackServerContext* context, Method method,
-                                    std::function<absl::Status()> work);
+  grpc::ServerUnaryReactor* Offload(Method method, std::function<absl::Status()> work);
+  // A unary call's reactor, counted in answers_open_ until gRPC is done with it.
+  grpc::ServerUnaryReactor* NewReactor();
   // Answers a unary call with `status` and records it.
-  grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context, Method method,
-                                   absl::Time start, const absl::Status& status);
+  grpc::ServerUnaryReactor* Finish(Method method, absl::Time start, const absl::Status& status);
 
   const ServerOptions options_;
   advantage::Backend* const backend_;
@@ -97,6 +103,7 @@ class ScoringService final : public ScoringServiceBase {
   std::mutex calls_mu_;
   std::condition_variable calls_done_;
   int calls_in_flight_ = 0;                 // guarded by calls_mu_
+  int answers_open_ = 0;                    // unary reactors not yet done; guarded by calls_mu_
   std::atomic<uint32_t> open_streams_ = 0;  // MonitorGeneration streams open now
   std::atomic<bool> draining_ = false;
   std::atomic<uint64_t> refused_while_draining_ = 0;

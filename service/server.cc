@@ -273,8 +273,14 @@ void Server::Shutdown(absl::Duration grace) {
       if (now == seen) break;
       seen = now;
     }
-    const auto deadline = std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace);
-    grpc_server_->Shutdown(deadline);
+    // gRPC 1.51 closes a connection as soon as its last call ends once its shutdown has begun,
+    // and a connection closed with the client's frames unread is reset: the client loses the end
+    // of a large answer still on its way ("recvmsg:Connection reset by peer"). So the answers in
+    // flight are written out first, within the grace. A connection with no call left when
+    // gRPC's shutdown begins is closed after its GOAWAY exchange with the client.
+    const absl::Time deadline = absl::Now() + grace;
+    service_->WaitForAnswers(deadline);
+    grpc_server_->Shutdown(absl::ToChronoTime(deadline));
     // Calls run on our pool answer after their handlers returned; gRPC does not wait for them.
     // They stop between groups once the grace deadline has cancelled them.
     service_->WaitForCalls();

@@ -14,6 +14,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 import unittest
 
 import grpc
@@ -93,7 +94,15 @@ class ServeTest(unittest.TestCase):
         try:
             result = signalled.result()
         except grpc.RpcError:
-            print("server log:\n" + self.server.log(), file=sys.stderr)
+            # Whether the server then exited 0 (the answer lost on the way out) or died tells
+            # the two apart; its log is read after it ended.
+            try:
+                status = self.server.proc.wait(90)
+                time.sleep(0.5)  # the reader thread takes the last lines
+            except subprocess.TimeoutExpired:
+                status = "still running after 90 s"
+            print("server exit status: %s; server log:\n%s" % (status, self.server.log()),
+                  file=sys.stderr)
             raise
         self.assertEqual(len(result.advantages), n)
         self.assertEqual(result.summary.groups, n // 16)
