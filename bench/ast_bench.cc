@@ -1,6 +1,7 @@
 // Cost of the AST repetition detector (SPEC §3, issue 5): scoring one completion with the default
 // profile with the AST rules on and off, for Markdown reasoning of 3k and 16k tokens, with and
-// without fenced code; and the detector alone when the tree-sitter parsers run.
+// without fenced code; the detector alone when the tree-sitter parsers run; and the detector on
+// completions built to be slow to parse, which its time budget must stop.
 //
 //   ./build-release/bench/ast_bench
 //
@@ -19,6 +20,7 @@
 #include "scorers/ast/ast_repetition.h"
 #include "scorers/math/verifier.h"
 #include "scorers/reward.h"
+#include "tests/scorers/ast/adversarial_text.h"
 
 namespace rlscore {
 namespace {
@@ -277,6 +279,38 @@ BENCHMARK(BM_AstParsed)
     ->ArgNames({"tokens", "code"})
     ->ArgsProduct({{3000, 16000}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
+
+// The detector alone on prose in code fences (tests/scorers/ast/adversarial_text.h): `fences`
+// JavaScript fences of `prose` bytes each, every one sent to the parser by a shared line of code,
+// each parse slow (error recovery). budget:1 is the default time budget (100 ms for all of a
+// completion's parses), which stops part of the way; budget:0 a budget of a minute, which lets
+// every parse finish: what the completion would cost unbounded (and what the per-parse timeout
+// before 2026-12-02 allowed, since no single parse came near 100 ms).
+void BM_AstAdversarial(benchmark::State& state) {
+  const auto fences = static_cast<int>(state.range(0));
+  const auto prose = static_cast<size_t>(state.range(1));
+  const bool budget = state.range(2) != 0;
+  const std::string text = scorers::ast::testing::ProseInCodeFences(fences, prose);
+  scorers::ast::AstOptions options;
+  if (!budget) options.parse_timeout_micros = 60'000'000;
+  scorers::ast::AstReport report;
+  for (auto _ : state) {
+    report = scorers::ast::FindAstRepetition(text, 0, options);
+    benchmark::DoNotOptimize(report.kind);
+  }
+  const auto want = budget ? scorers::ast::AstBudget::kTime : scorers::ast::AstBudget::kNone;
+  if (report.skipped != want) state.SkipWithError(report.detail.c_str());
+  state.counters["code_blocks_parsed"] = report.code_blocks_parsed;
+  state.counters["KB"] = static_cast<double>(text.size()) / 1024;
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
+}
+BENCHMARK(BM_AstAdversarial)
+    ->ArgNames({"fences", "prose", "budget"})
+    ->ArgsProduct({{100}, {600}, {0, 1}})
+    ->ArgsProduct({{28}, {6000}, {0, 1}})
+    ->ArgsProduct({{14}, {12000}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace rlscore

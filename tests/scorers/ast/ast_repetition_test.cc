@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
+#include "tests/scorers/ast/adversarial_text.h"
 
 namespace rlscore::scorers::ast {
 namespace {
@@ -241,44 +242,11 @@ TEST(AstRepetition, TimeBudgetSkips) {
   EXPECT_EQ(FindAstRepetition(DerivationLoop(4), 0, AstOptions{}).kind, AstKind::kBlock);
 }
 
-// `fences` JavaScript fences of prose (words, numbers and punctuation from a fixed generator),
-// each after one shared line of code. The shared line makes the code screen send every fence to
-// the parser; prose is what tree-sitter parses slowest (error recovery, about 0.2 MB/s).
-std::string ProseInCodeFences(int fences, size_t prose_bytes) {
-  static const char* const kWords[] = {"so",    "the", "value", "of",    "each", "term",
-                                       "then",  "we",  "add",   "check", "that", "it",
-                                       "holds", "for", "every", "case",  "sum",  "over",
-                                       "pairs", "but", "wait",  "one",   "more", "step"};
-  uint64_t state = 12345;
-  auto next = [&state] {
-    state = state * 6364136223846793005u + 1442695040888963407u;
-    return state >> 33;
-  };
-  std::string text = "Let me try it in code.\n\n";
-  for (int f = 0; f < fences; ++f) {
-    text += "```javascript\nconst total = items.reduce((sum, x) => sum + x.value * 2, 0);\n";
-    const size_t end = text.size() + prose_bytes;
-    while (text.size() < end) {
-      const uint64_t r = next() % 10;
-      if (r == 2) {
-        absl::StrAppend(&text, next() % 1000, " ");
-      } else {
-        absl::StrAppend(&text, kWords[next() % std::size(kWords)],
-                        r == 0   ? ", "
-                        : r == 1 ? ". "
-                                 : " ");
-      }
-    }
-    text += "\n```\n\nAnother attempt.\n\n";
-  }
-  return text;
-}
-
 TEST(AstRepetition, TheTimeBudgetCoversAllOfACompletionsParses) {
   // 100 fences of 600 bytes: each parse takes a few milliseconds, all of them about 0.3 s (in
   // the release build). The time budget is the completion's, not each parse's: it runs out
   // part of the way through, though no single parse comes near it.
-  const std::string text = ProseInCodeFences(100, 600);
+  const std::string text = testing::ProseInCodeFences(100, 600);
   AstOptions unlimited;
   unlimited.parse_timeout_micros = 60'000'000;
   const AstReport all = FindAstRepetition(text, 0, unlimited);
