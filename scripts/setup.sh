@@ -21,10 +21,11 @@ packages=(
 # HTML report of `rlscore score`; podman (with runc) and mmdebstrap build and run the container
 # image from a locally made Debian base (tests/docker); yamllint, jsonschema, PyYAML and unzip
 # check the Helm chart (tests/helm, which fetches helm itself); clang and its runtimes build the
-# sanitizer suites and the libFuzzer targets (docs/RELIABILITY.md).
+# sanitizer suites and the libFuzzer targets (docs/RELIABILITY.md); python3-h2 speaks raw HTTP/2
+# for the fault tests' client that never reads its answers (tests/e2e/fault_test.py).
 if [ "${1:-}" = "--test-tools" ]; then
   packages+=(chromium podman runc mmdebstrap yamllint python3-jsonschema python3-yaml unzip
-             clang-14 libclang-rt-14-dev)
+             clang-14 libclang-rt-14-dev python3-h2)
 fi
 
 missing=()

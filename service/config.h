@@ -35,8 +35,10 @@ struct Limits {
   // References of one group or Score item, and the bytes of each.
   uint32_t max_references = 64;
   uint64_t max_reference_bytes = 16u << 10;
-  // Unary calls being handled or queued at once, and MonitorGeneration streams open at once;
-  // past either the call is refused RESOURCE_EXHAUSTED at once (it holds no memory).
+  // Unary calls being handled, queued or sending their answers at once (a call keeps its place
+  // until gRPC has written its answer out, or the call is cancelled), and MonitorGeneration
+  // streams open at once; past either the call is refused RESOURCE_EXHAUSTED at once (it holds no
+  // memory).
   uint32_t max_concurrent_calls = 256;
   uint32_t max_streams = 1024;
 };

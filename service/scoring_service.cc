@@ -318,27 +318,28 @@ grpc::ServerUnaryReactor* ScoringService::Offload(Method method,
                                                   std::function<absl::Status()> work) {
   const absl::Time start = absl::Now();
   metrics_->CallStarted(method);
-  grpc::ServerUnaryReactor* reactor = NewReactor();
   if (draining_) {
     ++refused_while_draining_;
-    const absl::Status closing = DrainingStatus();
-    metrics_->CallFinished(method, closing.code(), absl::Now() - start);
-    reactor->Finish(ToGrpcStatus(closing));
-    return reactor;
+    return Finish(method, start, DrainingStatus());
   }
+  const int limit = static_cast<int>(options_.limits.max_concurrent_calls);
+  int taken = 0;
   {
     std::lock_guard<std::mutex> lock(calls_mu_);
-    if (calls_in_flight_ >= static_cast<int>(options_.limits.max_concurrent_calls)) {
-      // Refused before it is queued: the request is freed as soon as gRPC has the answer.
-      const absl::Status busy = absl::ResourceExhaustedError(
-          absl::StrCat(calls_in_flight_, " calls are being handled or queued, the limit ",
-                       "max_concurrent_calls; retry later"));
-      metrics_->CallFinished(method, busy.code(), absl::Now() - start);
-      reactor->Finish(ToGrpcStatus(busy));
-      return reactor;
+    taken = calls_taken_;
+    if (taken < limit) {
+      ++calls_taken_;  // given back by the reactor's OnDone
+      ++calls_in_flight_;
     }
-    ++calls_in_flight_;
   }
+  if (taken >= limit) {
+    // Refused before it is queued: the request is freed as soon as gRPC has the answer.
+    return Finish(method, start,
+                  absl::ResourceExhaustedError(absl::StrCat(
+                      taken, " calls are being handled, queued or sending their answers, the ",
+                      "limit max_concurrent_calls; retry later")));
+  }
+  grpc::ServerUnaryReactor* reactor = NewReactor(/*holds_place=*/true);
   calls_->Submit([this, method, start, reactor, work = std::move(work)] {
     absl::Status status;
     try {
@@ -366,14 +367,16 @@ bool ScoringService::WaitForAnswers(absl::Time deadline) {
                                 [this] { return calls_in_flight_ == 0 && answers_open_ == 0; });
 }
 
-grpc::ServerUnaryReactor* ScoringService::NewReactor() {
+grpc::ServerUnaryReactor* ScoringService::NewReactor(bool holds_place) {
   // gRPC calls OnDone once it is done with the call, its answer written or the call cancelled.
   class Reactor : public grpc::ServerUnaryReactor {
    public:
-    explicit Reactor(ScoringService* service) : service_(service) {}
+    Reactor(ScoringService* service, bool holds_place)
+        : service_(service), holds_place_(holds_place) {}
     void OnDone() override {
       {
         std::lock_guard<std::mutex> lock(service_->calls_mu_);
+        if (holds_place_) --service_->calls_taken_;
         if (--service_->answers_open_ == 0) service_->calls_done_.notify_all();
       }
       delete this;
@@ -381,16 +384,17 @@ grpc::ServerUnaryReactor* ScoringService::NewReactor() {
 
    private:
     ScoringService* const service_;
+    const bool holds_place_;
   };
   std::lock_guard<std::mutex> lock(calls_mu_);
   ++answers_open_;
-  return new Reactor(this);
+  return new Reactor(this, holds_place);
 }
 
 grpc::ServerUnaryReactor* ScoringService::Finish(Method method, absl::Time start,
                                                  const absl::Status& status) {
   metrics_->CallFinished(method, status.code(), absl::Now() - start);
-  grpc::ServerUnaryReactor* reactor = NewReactor();
+  grpc::ServerUnaryReactor* reactor = NewReactor(/*holds_place=*/false);
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }

@@ -89,8 +89,9 @@ class ScoringService final : public ScoringServiceBase {
   // only pass calls along, so a long batch never starves health checks or other calls. `work`
   // runs on a pool thread; its status answers the call.
   grpc::ServerUnaryReactor* Offload(Method method, std::function<absl::Status()> work);
-  // A unary call's reactor, counted in answers_open_ until gRPC is done with it.
-  grpc::ServerUnaryReactor* NewReactor();
+  // A unary call's reactor, counted in answers_open_ until gRPC is done with it; one that
+  // `holds_place` gives its place among max_concurrent_calls (calls_taken_) back then.
+  grpc::ServerUnaryReactor* NewReactor(bool holds_place);
   // Answers a unary call with `status` and records it.
   grpc::ServerUnaryReactor* Finish(Method method, absl::Time start, const absl::Status& status);
 
@@ -102,8 +103,12 @@ class ScoringService final : public ScoringServiceBase {
   WorkerPool* const calls_;
   std::mutex calls_mu_;
   std::condition_variable calls_done_;
-  int calls_in_flight_ = 0;                 // guarded by calls_mu_
-  int answers_open_ = 0;                    // unary reactors not yet done; guarded by calls_mu_
+  // Guarded by calls_mu_: calls handed to the call pool and not yet answered; calls taken
+  // (admitted within max_concurrent_calls) that gRPC is not yet done with, answer written or
+  // call cancelled; unary reactors not yet done.
+  int calls_in_flight_ = 0;
+  int calls_taken_ = 0;
+  int answers_open_ = 0;
   std::atomic<uint32_t> open_streams_ = 0;  // MonitorGeneration streams open now
   std::atomic<bool> draining_ = false;
   std::atomic<uint64_t> refused_while_draining_ = 0;
