@@ -33,6 +33,9 @@ _READY = re.compile(r"serving rlscore\.v1 on (\S+?)(?: \(port (\d+)\))?; "
                     r"metrics on \S+ \(port (\d+)\)")
 # Present when the server was started with --http-address.
 _HTTP = re.compile(r"; http on \S+ \(port (\d+)\)")
+# The first line of a sanitizer's report (UndefinedBehaviorSanitizer's is "file:line: runtime
+# error: ...").
+_SANITIZER_REPORT = re.compile(r"WARNING: ThreadSanitizer|ERROR: \w*Sanitizer|: runtime error: ")
 
 
 class RunningServer:
@@ -56,7 +59,8 @@ class RunningServer:
         self.lines = []
         self.ready = threading.Event()
         self.port = self.metrics_port = self.listen_address = self.http_port = None
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
         if not self.ready.wait(30):
             self.proc.kill()
             raise RuntimeError("server did not start: " + "".join(self.lines))
@@ -92,11 +96,28 @@ class RunningServer:
     def log(self):
         return "".join(self.lines)
 
-    def stop(self):
+    def stop(self, grace=30):
+        """SIGTERM, as Kubernetes stops the sidecar; checks that the server exited 0 within
+        `grace` seconds (else SIGKILL) and that its log has no sanitizer report: ThreadSanitizer
+        goes on after a report and LeakSanitizer reports only at exit, so this is where a
+        sanitizer build's findings in a test's server surface. A server that had already exited
+        (a test that stopped it checks its status itself) is checked for reports only.
+        AssertionError with the log when something is wrong."""
+        code = 0
         if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(30)
+            self.proc.terminate()
+            try:
+                code = self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+                code = "none within %d s of SIGTERM (killed)" % grace
+        self._reader.join(10)
         self.proc.stdout.close()
+        log = self.log()
+        if code != 0 or _SANITIZER_REPORT.search(log):
+            raise AssertionError("the server did not stop cleanly (exit status %s):\n%s"
+                                 % (code, log))
 
 
 def health_status(channel, service="", timeout=10):
