@@ -136,9 +136,11 @@ int RunServe(std::span<const std::string> args) {
               << "\" (see rlscore serve --help)\n";
     return 2;
   }
-  // The file first, then every other flag on top of it.
+  // The file first, then every other flag on top of it. An error in a value the file set names
+  // its line.
+  service::ConfigLocations in_file;
   if (std::optional<std::string> path = parsed->Get("config")) {
-    absl::Status status = service::ApplyConfigFile(*path, &f.options);
+    absl::Status status = service::ApplyConfigFile(*path, &f.options, &in_file);
     if (!status.ok()) {
       std::cerr << "rlscore serve: " << status.message() << "\n";
       return 2;
@@ -146,7 +148,7 @@ int RunServe(std::span<const std::string> args) {
   }
   const std::string_view config_flag[] = {"config"};
   absl::Status status = parsed->ApplyAll(config_flag);
-  if (status.ok()) status = service::ValidateServerOptions(f.options);
+  if (status.ok()) status = in_file.Locate(service::ValidateServerOptions(f.options), f.options);
   if (!status.ok()) {
     std::cerr << "rlscore serve: " << status.message() << "\n";
     return 2;

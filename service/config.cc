@@ -8,9 +8,14 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "rlscore/config/v1/server_config.pb.h"
@@ -38,6 +43,77 @@ class FirstErrorCollector : public pb::io::ErrorCollector {
   std::string source_;
   std::string error_;
 };
+
+// The effective configuration as the file's message (ToConfigText prints it).
+config::v1::ServerConfig ToConfigProto(const ServerOptions& options);
+
+// The payload that names the setting an error is about (SettingOf).
+constexpr std::string_view kSettingPayload = "rlscore.dev/config-setting";
+
+absl::Status SettingError(std::string_view setting, std::string_view message) {
+  absl::Status status = absl::InvalidArgumentError(Sv(message));
+  status.SetPayload(Sv(kSettingPayload), absl::Cord(Sv(setting)));
+  return status;
+}
+
+// The value of the singular field at `path` ("limits.max_group_size") of `root` as protobuf text
+// prints it; nullopt when the path names no such field or the field is not set.
+std::optional<std::string> PrintedValue(const pb::Message& root, std::string_view path) {
+  const pb::Message* message = &root;
+  const std::vector<std::string> parts = absl::StrSplit(Sv(path), '.');
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const pb::FieldDescriptor* field = message->GetDescriptor()->FindFieldByName(parts[i]);
+    const pb::Reflection* reflection = message->GetReflection();
+    if (field == nullptr || field->is_repeated() || !reflection->HasField(*message, field)) {
+      return std::nullopt;
+    }
+    if (i + 1 == parts.size()) {
+      if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) return std::nullopt;
+      std::string value;
+      pb::TextFormat::PrintFieldValueToString(*message, field, -1, &value);
+      return value;
+    }
+    if (field->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) return std::nullopt;
+    message = &reflection->GetMessage(*message, field);
+  }
+  return std::nullopt;
+}
+
+// Adds every setting of `message` (parsed from `source`, with its positions in `tree`) to
+// `locations`, under `prefix`.
+void RecordSettings(const pb::Message& message, const pb::TextFormat::ParseInfoTree& tree,
+                    std::string_view source, const std::string& prefix,
+                    ConfigLocations* locations) {
+  const pb::Reflection* reflection = message.GetReflection();
+  std::vector<const pb::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const pb::FieldDescriptor* field : fields) {
+    const bool nested = field->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE;
+    const int count = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
+    for (int i = 0; i < count; ++i) {
+      const int index = field->is_repeated() ? i : -1;
+      const pb::TextFormat::ParseLocation at = tree.GetLocation(field, index);
+      if (at.line < 0) continue;  // set by the parser without text of its own
+      const std::string setting = field->is_repeated()
+                                      ? absl::StrCat(prefix, field->name(), "[", i, "]")
+                                      : absl::StrCat(prefix, field->name());
+      std::string value;
+      if (!nested && !field->is_repeated()) {
+        pb::TextFormat::PrintFieldValueToString(message, field, -1, &value);
+      }
+      locations->Add(setting, absl::StrCat(Sv(source), ":", at.line + 1, ":", at.column + 1),
+                     value);
+      const pb::TextFormat::ParseInfoTree* inner =
+          nested ? tree.GetTreeForNested(field, index) : nullptr;
+      if (inner != nullptr) {
+        const pb::Message& child = field->is_repeated()
+                                       ? reflection->GetRepeatedMessage(message, field, i)
+                                       : reflection->GetMessage(message, field);
+        RecordSettings(child, *inner, source, setting + ".", locations);
+      }
+    }
+  }
+}
 
 // The fields of HealthThresholds, which the file's RunHealthThresholds names the same: one list
 // for reading and writing the file.
@@ -118,14 +194,17 @@ absl::Status Apply(const config::v1::ServerConfig& file, ServerOptions* options)
   }
   if (file.has_advantage()) {
     absl::Status status = ApplyAdvantageOptions(file.advantage(), &options->advantage);
-    if (!status.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("advantage: ", status.message()));
-    }
+    if (!status.ok())
+      return SettingError("advantage", absl::StrCat("advantage: ", status.message()));
     // The built-in default profile follows the server's advantage defaults.
     options->profiles = DefaultProfiles(options->advantage);
   }
-  for (const config::v1::Profile& profile : file.profiles()) {
-    RLSCORE_RETURN_IF_ERROR(options->profiles.Add(profile, options->advantage));
+  for (int i = 0; i < file.profiles_size(); ++i) {
+    const absl::Status added = options->profiles.Add(file.profiles(i), options->advantage);
+    if (!added.ok()) {
+      return SettingError(absl::StrCat("profiles[", i, "]"),
+                          std::string_view(added.message().data(), added.message().size()));
+    }
   }
   if (file.has_scoring_threads()) options->scoring_threads = file.scoring_threads();
   if (file.gpu().has_mode()) options->gpu.mode = file.gpu().mode();
@@ -139,24 +218,35 @@ absl::Status Apply(const config::v1::ServerConfig& file, ServerOptions* options)
 
 ServerOptions DefaultServerOptions() { return ServerOptions{}; }
 
-absl::Status ApplyConfigText(std::string_view text, std::string_view source,
-                             ServerOptions* options) {
+absl::Status ApplyConfigText(std::string_view text, std::string_view source, ServerOptions* options,
+                             ConfigLocations* locations) {
   config::v1::ServerConfig file;
   FirstErrorCollector errors(source);
+  pb::TextFormat::ParseInfoTree tree;
   pb::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
+  parser.WriteLocationsTo(&tree);
   if (!parser.ParseFromString(std::string(text), &file)) {
     return absl::InvalidArgumentError(errors.error().empty()
                                           ? absl::StrCat(Sv(source), ": not a valid ServerConfig")
                                           : errors.error());
   }
-  absl::Status status = Apply(file, options);
-  if (!status.ok())
-    return absl::InvalidArgumentError(absl::StrCat(Sv(source), ": ", status.message()));
+  ConfigLocations in_file;
+  RecordSettings(file, tree, source, "", &in_file);
+  const absl::Status status = Apply(file, options);
+  if (!status.ok()) {
+    // The file's own settings: no flag has been applied yet.
+    const absl::Status located = in_file.Locate(status, *options);
+    return located.message() != status.message()
+               ? located
+               : absl::InvalidArgumentError(absl::StrCat(Sv(source), ": ", status.message()));
+  }
+  if (locations != nullptr) RecordSettings(file, tree, source, "", locations);
   return absl::OkStatus();
 }
 
-absl::Status ApplyConfigFile(const std::string& path, ServerOptions* options) {
+absl::Status ApplyConfigFile(const std::string& path, ServerOptions* options,
+                             ConfigLocations* locations) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;
@@ -166,73 +256,112 @@ absl::Status ApplyConfigFile(const std::string& path, ServerOptions* options) {
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return ApplyConfigText(text.str(), path, options);
+  return ApplyConfigText(text.str(), path, options, locations);
 }
 
 absl::Status ValidateServerOptions(const ServerOptions& options) {
   if (options.listen_address.empty()) {
-    return absl::InvalidArgumentError("listen_address is empty: give host:port or unix:/path");
+    return SettingError("listen_address", "listen_address is empty: give host:port or unix:/path");
   }
-  if (options.limits.max_message_bytes == 0 || options.limits.max_message_bytes > INT_MAX) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("limits.max_message_bytes is ", options.limits.max_message_bytes,
+  const Limits& limits = options.limits;
+  if (limits.max_message_bytes == 0 || limits.max_message_bytes > INT_MAX) {
+    return SettingError(
+        "limits.max_message_bytes",
+        absl::StrCat("limits.max_message_bytes is ", limits.max_message_bytes,
                      ": it must be between 1 and ", INT_MAX, " (gRPC's largest message)"));
   }
-  if (options.limits.max_groups_per_request == 0) {
-    return absl::InvalidArgumentError("limits.max_groups_per_request must be at least 1");
-  }
-  if (options.limits.max_group_size == 0) {
-    return absl::InvalidArgumentError("limits.max_group_size must be at least 1");
-  }
-  if (options.limits.max_completion_bytes == 0) {
-    return absl::InvalidArgumentError("limits.max_completion_bytes must be at least 1");
+  const std::pair<const char*, uint64_t> at_least_one[] = {
+      {"max_groups_per_request", limits.max_groups_per_request},
+      {"max_group_size", limits.max_group_size},
+      {"max_completion_bytes", limits.max_completion_bytes},
+      {"max_completions_per_request", limits.max_completions_per_request},
+      {"max_completion_tokens", limits.max_completion_tokens},
+      {"max_references", limits.max_references},
+      {"max_reference_bytes", limits.max_reference_bytes},
+      {"max_concurrent_calls", limits.max_concurrent_calls},
+      {"max_streams", limits.max_streams},
+  };
+  for (const auto& [name, value] : at_least_one) {
+    if (value == 0) {
+      const std::string setting = absl::StrCat("limits.", name);
+      return SettingError(setting, absl::StrCat(setting, " must be at least 1"));
+    }
   }
   if (options.drain_timeout < absl::ZeroDuration() || options.drain_timeout > absl::Hours(24)) {
-    return absl::InvalidArgumentError("drain_timeout_secs must be between 0 and 86400");
+    return SettingError("drain_timeout_secs", "drain_timeout_secs must be between 0 and 86400");
   }
   if (options.scoring_threads > 1024) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("scoring_threads is ", options.scoring_threads, ": at most 1024"));
+    return SettingError("scoring_threads", absl::StrCat("scoring_threads is ",
+                                                        options.scoring_threads, ": at most 1024"));
   }
-  if (options.limits.max_completions_per_request == 0) {
-    return absl::InvalidArgumentError("limits.max_completions_per_request must be at least 1");
+  const ServerOptions::Tls& tls = options.tls;
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return SettingError(tls.cert_file.empty() ? "tls.key_file" : "tls.cert_file",
+                        "tls: cert_file (--tls-cert) and key_file (--tls-key) go together");
   }
-  if (options.limits.max_completion_tokens == 0 || options.limits.max_references == 0 ||
-      options.limits.max_reference_bytes == 0 || options.limits.max_concurrent_calls == 0 ||
-      options.limits.max_streams == 0) {
-    return absl::InvalidArgumentError(
-        "limits.max_completion_tokens, max_references, max_reference_bytes, "
-        "max_concurrent_calls and max_streams must each be at least 1");
-  }
-  if (options.tls.cert_file.empty() != options.tls.key_file.empty()) {
-    return absl::InvalidArgumentError(
-        "tls: cert_file (--tls-cert) and key_file (--tls-key) go together");
-  }
-  if (!options.tls.enabled() &&
-      (!options.tls.client_ca_file.empty() || options.tls.require_client_cert)) {
-    return absl::InvalidArgumentError(
+  if (!tls.enabled() && (!tls.client_ca_file.empty() || tls.require_client_cert)) {
+    return SettingError(
+        tls.client_ca_file.empty() ? "tls.require_client_cert" : "tls.client_ca_file",
         "tls: client_ca_file and require_client_cert need cert_file and key_file");
   }
-  if (options.tls.require_client_cert && options.tls.client_ca_file.empty()) {
-    return absl::InvalidArgumentError(
+  if (tls.require_client_cert && tls.client_ca_file.empty()) {
+    return SettingError(
+        "tls.require_client_cert",
         "tls.require_client_cert needs client_ca_file (--tls-client-ca) to verify clients with");
   }
   if (options.gpu.mode != "off" && options.gpu.mode != "auto" && options.gpu.mode != "require") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "gpu.mode (--gpu) must be off, auto or require, not \"", options.gpu.mode, "\""));
+    return SettingError("gpu.mode",
+                        absl::StrCat("gpu.mode (--gpu) must be off, auto or require, not \"",
+                                     options.gpu.mode, "\""));
   }
   if (const std::string bad = ValidateHealthThresholds(options.run_health); !bad.empty()) {
-    return absl::InvalidArgumentError(bad);
+    // Its message starts with the setting: "run_health.recent_batches must be ...".
+    return SettingError(bad.substr(0, bad.find(' ')), bad);
   }
   const double tau = options.advantage.zero_variance_threshold;
   if (!std::isfinite(tau) || tau < 0) {
-    return absl::InvalidArgumentError(
+    return SettingError(
+        "advantage.zero_variance_threshold",
         absl::StrCat("advantage.zero_variance_threshold must be finite and >= 0, got ", tau));
   }
   return absl::OkStatus();
 }
 
-std::string ToConfigText(const ServerOptions& options) {
+std::optional<std::string> SettingOf(const absl::Status& status) {
+  const auto setting = status.GetPayload(Sv(kSettingPayload));
+  if (!setting.has_value()) return std::nullopt;
+  return std::string(*setting);
+}
+
+void ConfigLocations::Add(std::string setting, std::string where, std::string value) {
+  settings_[std::move(setting)] = Setting{std::move(where), std::move(value)};
+}
+
+std::optional<std::string> ConfigLocations::Find(std::string_view setting,
+                                                 const ServerOptions& options) const {
+  const auto it = settings_.find(Sv(setting));
+  if (it == settings_.end()) return std::nullopt;
+  if (!it->second.value.empty()) {
+    const std::optional<std::string> now = PrintedValue(ToConfigProto(options), setting);
+    if (now.has_value() && *now != it->second.value) return std::nullopt;
+  }
+  return it->second.where;
+}
+
+absl::Status ConfigLocations::Locate(const absl::Status& status,
+                                     const ServerOptions& options) const {
+  const std::optional<std::string> setting = SettingOf(status);
+  if (!setting.has_value()) return status;
+  const std::optional<std::string> where = Find(*setting, options);
+  if (!where.has_value()) return status;
+  absl::Status located(status.code(), absl::StrCat(*where, ": ", status.message()));
+  located.SetPayload(Sv(kSettingPayload), absl::Cord(*setting));
+  return located;
+}
+
+namespace {
+
+config::v1::ServerConfig ToConfigProto(const ServerOptions& options) {
   config::v1::ServerConfig file;
   file.set_listen_address(options.listen_address);
   file.set_metrics_address(options.metrics_address);
@@ -267,8 +396,14 @@ std::string ToConfigText(const ServerOptions& options) {
     file.mutable_gpu()->set_module_path(options.gpu.module_path);
   file.mutable_gpu()->set_min_rewards(options.gpu.min_rewards);
   RunHealthToProto(options.run_health, file.mutable_run_health());
+  return file;
+}
+
+}  // namespace
+
+std::string ToConfigText(const ServerOptions& options) {
   std::string text;
-  pb::TextFormat::PrintToString(file, &text);
+  pb::TextFormat::PrintToString(ToConfigProto(options), &text);
   return text;
 }
 

@@ -3,15 +3,18 @@
 // the one before.
 //
 //   ServerOptions options = DefaultServerOptions();
-//   RLSCORE_RETURN_IF_ERROR(ApplyConfigFile("/etc/rlscore/server.textproto", &options));
+//   ConfigLocations in_file;
+//   RLSCORE_RETURN_IF_ERROR(ApplyConfigFile("/etc/rlscore/server.textproto", &options, &in_file));
 //   options.limits.max_group_size = 4096;   // a flag
-//   RLSCORE_RETURN_IF_ERROR(ValidateServerOptions(options));
+//   RLSCORE_RETURN_IF_ERROR(in_file.Locate(ValidateServerOptions(options), options));
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "advantage/advantage.h"
@@ -85,15 +88,46 @@ struct ServerOptions {
 // The built-in configuration: what `rlscore serve` runs with when given nothing.
 ServerOptions DefaultServerOptions();
 
+// Where a config file gives each of its settings, by path: "limits.max_group_size",
+// "profiles[1]" for an element of a list. With it, an error found once flags were applied on top
+// of the file names the line that set the value.
+class ConfigLocations {
+ public:
+  // Records that `where` ("server.textproto:3:3") gives `setting` the value `value` (as protobuf
+  // text prints it; empty for a message or a list element, which Find does not compare).
+  void Add(std::string setting, std::string where, std::string value);
+  // Where the file gives `setting`, unless it gives none or `options` now holds another value
+  // for it (a flag replaced it).
+  std::optional<std::string> Find(std::string_view setting, const ServerOptions& options) const;
+  // `status` with "where: " in front of its message when it is about a setting (SettingOf) that
+  // Find locates; otherwise `status` as it is (OK stays OK).
+  absl::Status Locate(const absl::Status& status, const ServerOptions& options) const;
+
+ private:
+  struct Setting {
+    std::string where;
+    std::string value;
+  };
+  absl::flat_hash_map<std::string, Setting> settings_;
+};
+
+// The setting an error of ApplyConfigText or ValidateServerOptions is about
+// ("limits.max_group_size"), if it is about one.
+std::optional<std::string> SettingOf(const absl::Status& status);
+
 // Applies the text-format config in `text` on top of `*options`. `source` names it in errors,
-// which carry the line and column: "server.textproto:3:7: ... no field named \"listen\"".
-absl::Status ApplyConfigText(std::string_view text, std::string_view source,
-                             ServerOptions* options);
+// which carry the line and column: "server.textproto:3:7: ... no field named \"listen\"", and for
+// a value that parses but is refused, the line of its setting ("server.textproto:5:1: profile
+// \"p\": ..."). When `locations` is given, the file's settings are added to it.
+absl::Status ApplyConfigText(std::string_view text, std::string_view source, ServerOptions* options,
+                             ConfigLocations* locations = nullptr);
 
 // Reads `path` and applies it as above. NOT_FOUND / PERMISSION_DENIED name the path.
-absl::Status ApplyConfigFile(const std::string& path, ServerOptions* options);
+absl::Status ApplyConfigFile(const std::string& path, ServerOptions* options,
+                             ConfigLocations* locations = nullptr);
 
-// Checks values no single field can check alone. INVALID_ARGUMENT names the field.
+// Checks values no single field can check alone. INVALID_ARGUMENT naming the setting first, and
+// carrying it (SettingOf) for ConfigLocations::Locate.
 absl::Status ValidateServerOptions(const ServerOptions& options);
 
 // The effective configuration in the file's text format (for `rlscore serve --print-config`).

@@ -469,6 +469,11 @@ class FaultTest(unittest.TestCase):
             "unknown field": ('listen_address: "127.0.0.1:0"\nlisten: "x"\n', ":2:"),
             "bad value": ('limits {\n  max_group_size: -3\n}\n', ":2:"),
             "unbalanced": ('limits {\n  max_group_size: 3\n', ":3:"),
+            # Values that parse but are refused: the line of their setting.
+            "refused value": ('listen_address: "127.0.0.1:0"\nlimits {\n  max_group_size: 0\n}\n',
+                              ":3:3: limits.max_group_size must be at least 1"),
+            "refused profile": ('\nprofiles {\n  name: "p"\n  repetition { penalty: 0.5 }\n}\n',
+                                ':2:1: profile "p": repetition.penalty'),
             "not text": ("\x00\x01\x02binary", ":1:"),
         }
         for name, (text, where) in cases.items():

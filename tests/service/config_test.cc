@@ -137,6 +137,59 @@ TEST(Config, NewLimitsAndTlsAreReadAndValidated) {
   EXPECT_THAT(std::string(ValidateServerOptions(bad).message()), HasSubstr("max_streams"));
 }
 
+// A value that parses but is refused names the line of the file that set it, whether the file
+// itself refuses it (a profile) or the check after the flags does (a limit, TLS, run health).
+TEST(Config, RefusedValuesNameTheLineOfTheirSetting) {
+  struct Case {
+    const char* text;
+    const char* where;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"listen_address: \"127.0.0.1:0\"\nlimits {\n  max_group_size: 0\n}\n",
+       "server.textproto:3:3: ", "limits.max_group_size must be at least 1"},
+      {"limits {\n  max_streams: 7\n  max_message_bytes: 0\n}\n",
+       "server.textproto:3:3: ", "limits.max_message_bytes is 0"},
+      {"\n\ntls {\n  require_client_cert: true\n}\n",
+       "server.textproto:4:3: ", "need cert_file and key_file"},
+      {"drain_timeout_secs: 90000\n", "server.textproto:1:1: ", "drain_timeout_secs must be"},
+      {"gpu { mode: \"sometimes\" }\n", "server.textproto:1:7: ", "gpu.mode (--gpu) must be"},
+      {"run_health {\n  recent_batches: 0\n}\n",
+       "server.textproto:2:3: ", "run_health.recent_batches must be at least 1"},
+      // The advantage block and a profile are checked as a whole: the line of their block.
+      {"\nadvantage {\n  zero_variance_threshold: -1\n}\n",
+       "server.textproto:2:1: ", "advantage: zero_variance_threshold must be finite"},
+      {"profiles { name: \"a\" }\nprofiles {\n  name: \"p\"\n  repetition { ast { "
+       "parse_timeout_micros: 0 } }\n}\n",
+       "server.textproto:2:1: ", "profile \"p\": repetition.ast.parse_timeout_micros"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    ServerOptions options = DefaultServerOptions();
+    ConfigLocations in_file;
+    absl::Status status = ApplyConfigText(c.text, "server.textproto", &options, &in_file);
+    if (status.ok()) status = in_file.Locate(ValidateServerOptions(options), options);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(status.message()), ::testing::StartsWith(c.where));
+    EXPECT_THAT(std::string(status.message()), HasSubstr(c.message));
+  }
+}
+
+TEST(Config, AValueAFlagReplacedIsNotBlamedOnTheFile) {
+  ServerOptions options = DefaultServerOptions();
+  ConfigLocations in_file;
+  ASSERT_TRUE(ApplyConfigText("limits {\n  max_message_bytes: 4096\n}\n", "server.textproto",
+                              &options, &in_file)
+                  .ok());
+  EXPECT_EQ(in_file.Find("limits.max_message_bytes", options), "server.textproto:2:3");
+  EXPECT_EQ(in_file.Find("limits.max_group_size", options), std::nullopt);  // not in the file
+  options.limits.max_message_bytes = 1ull << 40;                            // --max-message-bytes
+  const absl::Status status = in_file.Locate(ValidateServerOptions(options), options);
+  EXPECT_EQ(SettingOf(status), "limits.max_message_bytes");
+  EXPECT_THAT(std::string(status.message()), ::testing::StartsWith("limits.max_message_bytes is"));
+  EXPECT_TRUE(in_file.Locate(absl::OkStatus(), options).ok());
+}
+
 TEST(Config, MissingFileIsNotFoundNamingThePath) {
   ServerOptions options = DefaultServerOptions();
   const absl::Status status = ApplyConfigFile("/nonexistent/rlscore.textproto", &options);
