@@ -198,6 +198,44 @@ class HttpListenerTest(unittest.TestCase):
             self.assertEqual(reply if i % 2 == 0 else reply["scores"][0], 1.1 if i % 2 == 0 else 1.0)
 
 
+def vm_kib(pid, field):
+    """VmSize (address space) or VmRSS of a process, in KiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+class HttpBodyReservationTest(unittest.TestCase):
+    def test_a_claimed_content_length_reserves_at_most_16_mib_before_the_bytes_come(self):
+        # Under the default 512 MiB message limit, a client may claim a 400 MB body and send one
+        # byte of it. The listener reserves at most 16 MiB for a body it has not received: 24 such
+        # connections add at most 384 MiB of address space (and almost no RSS: the pages are not
+        # touched), not the 9.6 GB they claim.
+        server = RunningServer(ARGS.binary, "--http-address=127.0.0.1:0")
+        self.addCleanup(server.stop)
+        pid = server.proc.pid
+        self.assertEqual(post(server.http_port, "/reward", {"response": "1", "label": "1"})[0], 200)
+        before_vm, before_rss = vm_kib(pid, "VmSize"), vm_kib(pid, "VmRSS")
+        held = []
+        self.addCleanup(lambda: [s.close() for s in held])
+        for _ in range(24):
+            s = socket.create_connection(("127.0.0.1", server.http_port), timeout=10)
+            s.sendall(b"POST /reward HTTP/1.1\r\nHost: x\r\nContent-Length: 400000000\r\n\r\n{")
+            held.append(s)
+        time.sleep(1.0)  # let the listener's threads take them up and reserve
+        grown_vm = (vm_kib(pid, "VmSize") - before_vm) / 1024
+        grown_rss = (vm_kib(pid, "VmRSS") - before_rss) / 1024
+        print("24 bodies claiming 400 MB: address space +%.0f MiB, RSS +%.0f MiB"
+              % (grown_vm, grown_rss), file=sys.stderr)
+        self.assertLess(grown_vm, 1024)
+        # The listener still answers.
+        status, reply = post(server.http_port, "/reward", {"response": "<think>a</think> 1",
+                                                           "label": "1"})
+        self.assertEqual((status, reply), (200, 1.1))
+
+
 def main():
     global ARGS
     parser = argparse.ArgumentParser()
