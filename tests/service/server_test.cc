@@ -898,6 +898,52 @@ TEST(ServerFaults, ADeadlineThatPassesMidScoringStopsTheWork) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_THAT(status.error_message(), HasSubstr("while completions were scored"));
   EXPECT_LE(accuracy->entered(), 3);
+  ASSERT_TRUE(EventuallyShows(
+      *server, "rlscore_requests_total{code=\"DEADLINE_EXCEEDED\",method=\"ScoreGroups\"} 1"));
+  EXPECT_THAT(testing::HttpGet(server->metrics_port(), "/metrics"),
+              HasSubstr("rlscore_requests_in_flight{method=\"ScoreGroups\"} 0"));
+
+  // The server goes on serving (a deadline past the server's clock, an hour ahead).
+  grpc::ClientContext next;
+  SetDeadline(&next, 4 * 3600);
+  v1::ScoreGroupsResponse response;
+  ASSERT_TRUE(stub->ScoreGroups(&next, ManyGroups(), &response).ok());
+  EXPECT_EQ(response.rewards_size(), kManyGroups * 4);
+  server->Shutdown(absl::Seconds(30));
+}
+
+TEST(ServerFaults, ARealDeadlineThatExpiresMidScoringStopsTheWork) {
+  // The same with gRPC's own deadline on the real clock: the client gives up at its deadline
+  // while the gate holds the first groups; released after it, no further group starts.
+  auto accuracy = std::make_shared<GatedAccuracy>();
+  ServerOptions options = TestOptions();
+  options.scoring_threads = 2;
+  std::unique_ptr<Server> server =
+      StartOrDie(options, {.backend = nullptr, .clock = nullptr, .accuracy = accuracy});
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+  grpc::Status status;
+  std::thread caller([&] {
+    grpc::ClientContext context;
+    SetDeadline(&context, 5);
+    v1::ScoreGroupsResponse response;
+    status = stub->ScoreGroups(&context, ManyGroups(), &response);
+  });
+  caller.join();  // returns at the deadline, 5 s on: the gate holds the groups that entered
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  ASSERT_GE(accuracy->entered(), 1) << "the call was to be mid-scoring at its deadline";
+  accuracy->Release();
+  ASSERT_TRUE(EventuallyShows(
+      *server, "rlscore_requests_total{code=\"DEADLINE_EXCEEDED\",method=\"ScoreGroups\"} 1"));
+  EXPECT_LE(accuracy->entered(), 3);  // two pool threads and the call's own thread
+  EXPECT_THAT(testing::HttpGet(server->metrics_port(), "/metrics"),
+              HasSubstr("rlscore_requests_in_flight{method=\"ScoreGroups\"} 0"));
+
+  grpc::ClientContext next;
+  SetDeadline(&next);
+  v1::ScoreGroupsResponse response;
+  ASSERT_TRUE(stub->ScoreGroups(&next, ManyGroups(), &response).ok());
+  EXPECT_EQ(response.rewards_size(), kManyGroups * 4);
   server->Shutdown(absl::Seconds(30));
 }
 
