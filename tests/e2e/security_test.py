@@ -9,6 +9,7 @@ Certificates are made for each run with the openssl command line in a temporary 
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -152,6 +153,40 @@ class SecurityTest(unittest.TestCase):
             server.proc.send_signal(signal.SIGTERM)
             self.assertEqual(server.proc.wait(60), 0)
             self.assertEqual(os.listdir(scratch), [], "the server wrote files")
+
+
+    def test_with_no_address_flags_it_listens_on_loopback_only(self):
+        # The real defaults, not the harness's port 0: the API on 127.0.0.1:50051 and metrics on
+        # 127.0.0.1:9464. A socket bound to 127.0.0.1 refuses 127.0.0.2 (also loopback, so this
+        # needs no other interface); one bound to 0.0.0.0 would accept it.
+        proc = subprocess.Popen([ARGS.binary, "serve"], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        lines = []
+
+        def stop():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(60)
+            proc.stdout.close()
+        self.addCleanup(stop)
+        for line in proc.stdout:
+            lines.append(line)
+            if "serving rlscore.v1" in line or "in use" in line or "cannot" in line:
+                break
+        log = "".join(lines)
+        if "serving rlscore.v1" not in log and ("in use" in log or "binding to port" in log):
+            self.skipTest("port 50051 or 9464 is taken on this machine: " + log)
+        self.assertIn("serving rlscore.v1 on 127.0.0.1:50051", log)
+        self.assertIn("metrics on 127.0.0.1:9464", log)
+        with grpc.insecure_channel("127.0.0.1:50051") as channel:
+            self.assertEqual(health_status(channel, timeout=30), 1)
+        for port in (50051, 9464):
+            with socket.create_connection(("127.0.0.1", port), timeout=10):
+                pass
+            with self.assertRaises(ConnectionRefusedError, msg="port %d beyond 127.0.0.1" % port):
+                socket.create_connection(("127.0.0.2", port), timeout=10).close()
+        stop()
+        self.assertEqual(proc.returncode, 0, log)
 
 
 if __name__ == "__main__":
