@@ -14,9 +14,12 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rlscore/v1/scoring_service.grpc.pb.h"
@@ -806,12 +809,37 @@ bool EventuallyShows(const Server& server, const std::string& series) {
   return false;
 }
 
-TEST(ServerFaults, AClientThatCancelsMidCallStopsTheWork) {
-  auto accuracy = std::make_shared<GatedAccuracy>();
+// A server whose accuracy scorer is `accuracy`'s gate, with two pool threads: the calls stopped
+// mid-scoring below.
+std::unique_ptr<Server> StartGated(std::shared_ptr<GatedAccuracy> accuracy,
+                                   const Clock* clock = nullptr) {
   ServerOptions options = TestOptions();
   options.scoring_threads = 2;
-  std::unique_ptr<Server> server =
-      StartOrDie(options, {.backend = nullptr, .clock = nullptr, .accuracy = accuracy});
+  return StartOrDie(options, {.backend = nullptr, .clock = clock, .accuracy = std::move(accuracy)});
+}
+
+// What must hold once a ScoreGroups call was stopped mid-scoring and the gate released: `code`
+// counted for it, no call in flight, no group started beyond the three being graded (two pool
+// threads and the call's own), and the next call (its deadline `next_deadline_seconds` away)
+// answered in full.
+void ExpectStoppedAndServing(const Server& server, v1::ScoringService::Stub* stub,
+                             const GatedAccuracy& accuracy, std::string_view code,
+                             int next_deadline_seconds = 30) {
+  ASSERT_TRUE(EventuallyShows(server, absl::StrCat("rlscore_requests_total{code=\"", Sv(code),
+                                                   "\",method=\"ScoreGroups\"} 1")));
+  EXPECT_LE(accuracy.entered(), 3);
+  EXPECT_THAT(testing::HttpGet(server.metrics_port(), "/metrics"),
+              HasSubstr("rlscore_requests_in_flight{method=\"ScoreGroups\"} 0"));
+  grpc::ClientContext next;
+  SetDeadline(&next, next_deadline_seconds);
+  v1::ScoreGroupsResponse response;
+  ASSERT_TRUE(stub->ScoreGroups(&next, ManyGroups(), &response).ok());
+  EXPECT_EQ(response.rewards_size(), kManyGroups * 4);
+}
+
+TEST(ServerFaults, AClientThatCancelsMidCallStopsTheWork) {
+  auto accuracy = std::make_shared<GatedAccuracy>();
+  std::unique_ptr<Server> server = StartGated(accuracy);
   ASSERT_NE(server, nullptr);
   auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
   grpc::ClientContext context;
@@ -829,18 +857,7 @@ TEST(ServerFaults, AClientThatCancelsMidCallStopsTheWork) {
   // already being graded finish and no other group starts.
   std::this_thread::sleep_for(std::chrono::seconds(1));
   accuracy->Release();
-  ASSERT_TRUE(EventuallyShows(
-      *server, "rlscore_requests_total{code=\"CANCELLED\",method=\"ScoreGroups\"} 1"));
-  EXPECT_LE(accuracy->entered(), 3);  // two pool threads and the call's own thread
-  EXPECT_THAT(testing::HttpGet(server->metrics_port(), "/metrics"),
-              HasSubstr("rlscore_requests_in_flight{method=\"ScoreGroups\"} 0"));
-
-  // The server goes on serving.
-  grpc::ClientContext next;
-  SetDeadline(&next);
-  v1::ScoreGroupsResponse response;
-  ASSERT_TRUE(stub->ScoreGroups(&next, ManyGroups(), &response).ok());
-  EXPECT_EQ(response.rewards_size(), kManyGroups * 4);
+  ExpectStoppedAndServing(*server, stub.get(), *accuracy, "CANCELLED");
   server->Shutdown(absl::Seconds(30));
 }
 
@@ -878,10 +895,7 @@ TEST(ServerFaults, CallsPastTheConcurrencyLimitAreRefusedAtOnce) {
 TEST(ServerFaults, ADeadlineThatPassesMidScoringStopsTheWork) {
   auto accuracy = std::make_shared<GatedAccuracy>();
   FakeClock clock;
-  ServerOptions options = TestOptions();
-  options.scoring_threads = 2;
-  std::unique_ptr<Server> server =
-      StartOrDie(options, {.backend = nullptr, .clock = &clock, .accuracy = accuracy});
+  std::unique_ptr<Server> server = StartGated(accuracy, &clock);
   ASSERT_NE(server, nullptr);
   auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
   grpc::Status status;
@@ -897,18 +911,8 @@ TEST(ServerFaults, ADeadlineThatPassesMidScoringStopsTheWork) {
   caller.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   EXPECT_THAT(status.error_message(), HasSubstr("while completions were scored"));
-  EXPECT_LE(accuracy->entered(), 3);
-  ASSERT_TRUE(EventuallyShows(
-      *server, "rlscore_requests_total{code=\"DEADLINE_EXCEEDED\",method=\"ScoreGroups\"} 1"));
-  EXPECT_THAT(testing::HttpGet(server->metrics_port(), "/metrics"),
-              HasSubstr("rlscore_requests_in_flight{method=\"ScoreGroups\"} 0"));
-
-  // The server goes on serving (a deadline past the server's clock, an hour ahead).
-  grpc::ClientContext next;
-  SetDeadline(&next, 4 * 3600);
-  v1::ScoreGroupsResponse response;
-  ASSERT_TRUE(stub->ScoreGroups(&next, ManyGroups(), &response).ok());
-  EXPECT_EQ(response.rewards_size(), kManyGroups * 4);
+  // The next call's deadline must lie past the server's clock, an hour ahead.
+  ExpectStoppedAndServing(*server, stub.get(), *accuracy, "DEADLINE_EXCEEDED", 4 * 3600);
   server->Shutdown(absl::Seconds(30));
 }
 
@@ -916,10 +920,7 @@ TEST(ServerFaults, ARealDeadlineThatExpiresMidScoringStopsTheWork) {
   // The same with gRPC's own deadline on the real clock: the client gives up at its deadline
   // while the gate holds the first groups; released after it, no further group starts.
   auto accuracy = std::make_shared<GatedAccuracy>();
-  ServerOptions options = TestOptions();
-  options.scoring_threads = 2;
-  std::unique_ptr<Server> server =
-      StartOrDie(options, {.backend = nullptr, .clock = nullptr, .accuracy = accuracy});
+  std::unique_ptr<Server> server = StartGated(accuracy);
   ASSERT_NE(server, nullptr);
   auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
   grpc::Status status;
@@ -933,17 +934,7 @@ TEST(ServerFaults, ARealDeadlineThatExpiresMidScoringStopsTheWork) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   ASSERT_GE(accuracy->entered(), 1) << "the call was to be mid-scoring at its deadline";
   accuracy->Release();
-  ASSERT_TRUE(EventuallyShows(
-      *server, "rlscore_requests_total{code=\"DEADLINE_EXCEEDED\",method=\"ScoreGroups\"} 1"));
-  EXPECT_LE(accuracy->entered(), 3);  // two pool threads and the call's own thread
-  EXPECT_THAT(testing::HttpGet(server->metrics_port(), "/metrics"),
-              HasSubstr("rlscore_requests_in_flight{method=\"ScoreGroups\"} 0"));
-
-  grpc::ClientContext next;
-  SetDeadline(&next);
-  v1::ScoreGroupsResponse response;
-  ASSERT_TRUE(stub->ScoreGroups(&next, ManyGroups(), &response).ok());
-  EXPECT_EQ(response.rewards_size(), kManyGroups * 4);
+  ExpectStoppedAndServing(*server, stub.get(), *accuracy, "DEADLINE_EXCEEDED");
   server->Shutdown(absl::Seconds(30));
 }
 
