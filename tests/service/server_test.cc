@@ -933,6 +933,10 @@ TEST(ServerFaults, ARealDeadlineThatExpiresMidScoringStopsTheWork) {
   caller.join();  // returns at the deadline, 5 s on: the gate holds the groups that entered
   EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   ASSERT_GE(accuracy->entered(), 1) << "the call was to be mid-scoring at its deadline";
+  // Released a second later, when the server's copy of the deadline (the client's plus the delay
+  // of the request) has passed too: the server then reads DEADLINE_EXCEEDED, not the CANCELLED
+  // of the client's reset that arrives first.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
   accuracy->Release();
   ExpectStoppedAndServing(*server, stub.get(), *accuracy, "DEADLINE_EXCEEDED");
   server->Shutdown(absl::Seconds(30));
