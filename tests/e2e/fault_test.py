@@ -231,7 +231,9 @@ class FaultTest(unittest.TestCase):
         channel = server.channel()
         stub = grpc_stubs.ScoringServiceStub(channel)
         before = rss_kib(server.proc.pid)
-        loop = "Wait, let me double check the sum once more... " * 2000  # ~100 KB, loops early
+        # ~100 KB each. The monitor watches the reasoning span (after <think>, SPEC §1): the loop
+        # fires early, the clean text never does.
+        loop = "<think>" + "Wait, let me double check the sum once more... " * 2000
         clean = " ".join("w%05d" % i for i in range(16000))  # ~100 KB, never loops
 
         def deltas(text):
@@ -250,7 +252,17 @@ class FaultTest(unittest.TestCase):
                 call.cancel()
             channel.close()
         self.addCleanup(cancel_all)
-        time.sleep(8)
+        # The server took in the streams while no client read: each of the 100 looping ones was
+        # told to stop (its answer written and never read).
+        stops = re.compile(r'^rlscore_generation_stops_total\{reason="repetition_ngram"\} (\S+)$',
+                           re.M)
+        deadline, stopped = time.time() + 60, 0
+        while time.time() < deadline and stopped < 100:
+            found = stops.search(server.metrics())
+            stopped = int(float(found.group(1))) if found else 0
+            time.sleep(0.2)
+        self.assertEqual(stopped, 100, server.log())
+        time.sleep(4)  # and the clean ones' text keeps arriving
         during = rss_kib(server.proc.pid)
         self.assert_serves(server)  # health and scoring still answer meanwhile
         cancel_all()
