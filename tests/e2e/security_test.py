@@ -171,7 +171,7 @@ class SecurityTest(unittest.TestCase):
         self.addCleanup(stop)
         for line in proc.stdout:
             lines.append(line)
-            if "serving rlscore.v1" in line or "in use" in line or "cannot" in line:
+            if "serving rlscore.v1" in line or "cannot start" in line:
                 break
         log = "".join(lines)
         if "serving rlscore.v1" not in log and ("in use" in log or "binding to port" in log):
