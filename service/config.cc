@@ -231,18 +231,15 @@ absl::Status ApplyConfigText(std::string_view text, std::string_view source, Ser
                                           ? absl::StrCat(Sv(source), ": not a valid ServerConfig")
                                           : errors.error());
   }
-  ConfigLocations in_file;
-  RecordSettings(file, tree, source, "", &in_file);
+  ConfigLocations own;
+  ConfigLocations* in_file = locations != nullptr ? locations : &own;
+  RecordSettings(file, tree, source, "", in_file);
   const absl::Status status = Apply(file, options);
-  if (!status.ok()) {
-    // The file's own settings: no flag has been applied yet.
-    const absl::Status located = in_file.Locate(status, *options);
-    return located.message() != status.message()
-               ? located
-               : absl::InvalidArgumentError(absl::StrCat(Sv(source), ": ", status.message()));
-  }
-  if (locations != nullptr) RecordSettings(file, tree, source, "", locations);
-  return absl::OkStatus();
+  if (status.ok()) return absl::OkStatus();
+  // The line of the refused setting (no flag has been applied yet), else the file.
+  const absl::Status located = in_file->Locate(status, *options);
+  if (located.message() != status.message()) return located;
+  return absl::InvalidArgumentError(absl::StrCat(Sv(source), ": ", status.message()));
 }
 
 absl::Status ApplyConfigFile(const std::string& path, ServerOptions* options,

@@ -31,7 +31,7 @@ import h2.settings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402  (tests/e2e/harness.py)
-from harness import health_status  # noqa: E402
+from harness import health_status, status_kib  # noqa: E402
 
 ARGS = None
 METHOD = "/rlscore.v1.ScoringService/ScoreGroups"
@@ -74,14 +74,6 @@ def heavy_request(pb, groups=16):
         for g in range(groups)])
 
 
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
 def open_fds(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
@@ -110,14 +102,14 @@ class NeverReadingClient:
         self.conn.send_headers(sid, [(":method", "POST"), (":scheme", "http"), (":path", path),
                                      (":authority", "127.0.0.1"),
                                      ("content-type", "application/grpc"), ("te", "trailers")])
-        body = b"\x00" + struct.pack(">I", len(message)) + message
+        body = memoryview(b"\x00" + struct.pack(">I", len(message)) + message)
         while body:
             room = min(self.conn.local_flow_control_window(sid), self.conn.max_outbound_frame_size)
             if room == 0:  # the server's window: wait for its WINDOW_UPDATE
                 self._flush()
                 self.pump(1.0)
                 continue
-            self.conn.send_data(sid, body[:room])
+            self.conn.send_data(sid, body[:room].tobytes())
             body = body[room:]
         self.conn.end_stream(sid)
         self._flush()
@@ -230,7 +222,7 @@ class FaultTest(unittest.TestCase):
         server = self.start()
         channel = server.channel()
         stub = grpc_stubs.ScoringServiceStub(channel)
-        before = rss_kib(server.proc.pid)
+        before = status_kib(server.proc.pid, "VmRSS")
         # ~100 KB each. The monitor watches the reasoning span (after <think>, SPEC §1): the loop
         # fires early, the clean text never does.
         loop = "<think>" + "Wait, let me double check the sum once more... " * 2000
@@ -263,7 +255,7 @@ class FaultTest(unittest.TestCase):
             time.sleep(0.2)
         self.assertEqual(stopped, 100, server.log())
         time.sleep(4)  # and the clean ones' text keeps arriving
-        during = rss_kib(server.proc.pid)
+        during = status_kib(server.proc.pid, "VmRSS")
         self.assert_serves(server)  # health and scoring still answer meanwhile
         cancel_all()
         growth_mib = (during - before) / 1024
@@ -290,7 +282,7 @@ class FaultTest(unittest.TestCase):
         request.rewards.extend(array.array("d", (float(i % 5) for i in range(n))))
         wire = request.SerializeToString()
         path = "/rlscore.v1.ScoringService/ComputeAdvantages"
-        before = rss_kib(server.proc.pid)
+        before = status_kib(server.proc.pid, "VmRSS")
 
         client = NeverReadingClient(server.port)
         self.addCleanup(client.close)
@@ -301,7 +293,7 @@ class FaultTest(unittest.TestCase):
             client.pump(0.2)
         held = [s for s in sids if s not in client.ended]
         refused = [s for s in sids if s in client.ended]
-        during = rss_kib(server.proc.pid)
+        during = status_kib(server.proc.pid, "VmRSS")
         print("24 calls whose answers are never read: %d held, %d refused; server RSS %.0f -> "
               "%.0f MiB" % (len(held), len(refused), before / 1024, during / 1024),
               file=sys.stderr)

@@ -43,17 +43,20 @@ class RunningServer:
 
     `binary` is the path of the rlscore executable; `extra` are more `serve` flags; `cwd` and
     `env` are the process's working directory and environment (default: ours) (a later
-    `--listen-address=unix:/path` replaces the default 127.0.0.1:0). The constructor returns once
-    the server logged that it serves (RuntimeError with its log if it did not within 30 seconds).
+    `--listen-address=unix:/path` replaces the default 127.0.0.1:0). With `free_ports=False` the
+    server gets no address flags: its built-in 127.0.0.1:50051 and 127.0.0.1:9464. The constructor
+    returns once the server logged that it serves (RuntimeError with its log if it exited first or
+    did not within 30 seconds).
     `port` (None on a unix: path), `metrics_port`, `http_port` (None without --http-address) and
     `address` are then set. Call stop() when done
     (tests: self.addCleanup(server.stop)). Not thread-safe; one owner.
     """
 
-    def __init__(self, binary, *extra, cwd=None, env=None):
+    def __init__(self, binary, *extra, cwd=None, env=None, free_ports=True):
+        ports = (["--listen-address=127.0.0.1:0", "--metrics-address=127.0.0.1:0"]
+                 if free_ports else [])
         self.proc = subprocess.Popen(
-            [os.path.abspath(binary), "serve", "--listen-address=127.0.0.1:0",
-             "--metrics-address=127.0.0.1:0", *extra],
+            [os.path.abspath(binary), "serve", *ports, *extra],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             cwd=cwd, env=env)
         self.lines = []
@@ -61,7 +64,7 @@ class RunningServer:
         self.port = self.metrics_port = self.listen_address = self.http_port = None
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        if not self.ready.wait(30):
+        if not self.ready.wait(30) or self.listen_address is None:
             self.proc.kill()
             raise RuntimeError("server did not start: " + "".join(self.lines))
 
@@ -76,6 +79,7 @@ class RunningServer:
                 http = _HTTP.search(line)
                 self.http_port = int(http.group(1)) if http else None
                 self.ready.set()
+        self.ready.set()  # the server exited (before serving, the constructor says so)
 
     @property
     def address(self):
@@ -118,6 +122,15 @@ class RunningServer:
         if code != 0 or _SANITIZER_REPORT.search(log):
             raise AssertionError("the server did not stop cleanly (exit status %s):\n%s"
                                  % (code, log))
+
+
+def status_kib(pid, field):
+    """A size field of /proc/PID/status (VmRSS: resident memory, VmSize: address space), in KiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
 
 
 def health_status(channel, service="", timeout=10):

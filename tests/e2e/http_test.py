@@ -20,7 +20,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import RunningServer  # noqa: E402
+from harness import RunningServer, status_kib  # noqa: E402
 
 ARGS = None
 PROMPT = "<|im_start|>user\nWhat is 6 * 7?<|im_end|>\n<|im_start|>assistant\n"
@@ -203,15 +203,6 @@ class HttpListenerTest(unittest.TestCase):
             self.assertEqual(reply if i % 2 == 0 else reply["scores"][0], 1.1 if i % 2 == 0 else 1.0)
 
 
-def vm_kib(pid, field):
-    """VmSize (address space) or VmRSS of a process, in KiB."""
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    return 0
-
-
 class HttpBodyReservationTest(unittest.TestCase):
     def test_a_claimed_content_length_reserves_at_most_16_mib_before_the_bytes_come(self):
         # Under the default 512 MiB message limit, a client may claim a 400 MB body and send one
@@ -222,7 +213,7 @@ class HttpBodyReservationTest(unittest.TestCase):
         self.addCleanup(server.stop)
         pid = server.proc.pid
         self.assertEqual(post(server.http_port, "/reward", {"response": "1", "label": "1"})[0], 200)
-        before_vm, before_rss = vm_kib(pid, "VmSize"), vm_kib(pid, "VmRSS")
+        before_vm, before_rss = status_kib(pid, "VmSize"), status_kib(pid, "VmRSS")
         held = []
         self.addCleanup(lambda: [s.close() for s in held])
         for _ in range(24):
@@ -230,8 +221,8 @@ class HttpBodyReservationTest(unittest.TestCase):
             s.sendall(b"POST /reward HTTP/1.1\r\nHost: x\r\nContent-Length: 400000000\r\n\r\n{")
             held.append(s)
         time.sleep(1.0)  # let the listener's threads take them up and reserve
-        grown_vm = (vm_kib(pid, "VmSize") - before_vm) / 1024
-        grown_rss = (vm_kib(pid, "VmRSS") - before_rss) / 1024
+        grown_vm = (status_kib(pid, "VmSize") - before_vm) / 1024
+        grown_rss = (status_kib(pid, "VmRSS") - before_rss) / 1024
         print("24 bodies claiming 400 MB: address space +%.0f MiB, RSS +%.0f MiB"
               % (grown_vm, grown_rss), file=sys.stderr)
         self.assertLess(grown_vm, 1024)

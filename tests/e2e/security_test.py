@@ -159,34 +159,22 @@ class SecurityTest(unittest.TestCase):
         # The real defaults, not the harness's port 0: the API on 127.0.0.1:50051 and metrics on
         # 127.0.0.1:9464. A socket bound to 127.0.0.1 refuses 127.0.0.2 (also loopback, so this
         # needs no other interface); one bound to 0.0.0.0 would accept it.
-        proc = subprocess.Popen([ARGS.binary, "serve"], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        lines = []
-
-        def stop():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(60)
-            proc.stdout.close()
-        self.addCleanup(stop)
-        for line in proc.stdout:
-            lines.append(line)
-            if "serving rlscore.v1" in line or "cannot start" in line:
-                break
-        log = "".join(lines)
-        if "serving rlscore.v1" not in log and ("in use" in log or "binding to port" in log):
-            self.skipTest("port 50051 or 9464 is taken on this machine: " + log)
-        self.assertIn("serving rlscore.v1 on 127.0.0.1:50051", log)
-        self.assertIn("metrics on 127.0.0.1:9464", log)
-        with grpc.insecure_channel("127.0.0.1:50051") as channel:
+        try:
+            server = harness.RunningServer(ARGS.binary, free_ports=False)
+        except RuntimeError as e:
+            if "in use" in str(e) or "binding to port" in str(e):
+                self.skipTest("port 50051 or 9464 is taken on this machine: %s" % e)
+            raise
+        self.addCleanup(server.stop)
+        self.assertEqual((server.listen_address, server.port, server.metrics_port),
+                         ("127.0.0.1:50051", 50051, 9464), server.log())
+        with server.channel() as channel:
             self.assertEqual(health_status(channel, timeout=30), 1)
         for port in (50051, 9464):
             with socket.create_connection(("127.0.0.1", port), timeout=10):
                 pass
             with self.assertRaises(ConnectionRefusedError, msg="port %d beyond 127.0.0.1" % port):
                 socket.create_connection(("127.0.0.2", port), timeout=10).close()
-        stop()
-        self.assertEqual(proc.returncode, 0, log)
 
 
 if __name__ == "__main__":
