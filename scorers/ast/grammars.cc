@@ -1,8 +1,10 @@
 #include "scorers/ast/grammars.h"
 
 #include <array>
+#include <mutex>
 #include <string>
 
+#include "scorers/ast/dense_parse_table.h"
 #include "tree_sitter/api.h"
 
 extern "C" {
@@ -47,7 +49,7 @@ char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + '
 
 }  // namespace
 
-const TSLanguage* LanguageOf(Grammar grammar) {
+const TSLanguage* GeneratedLanguageOf(Grammar grammar) {
   switch (grammar) {
     case Grammar::kMarkdown:
       return tree_sitter_markdown();
@@ -63,6 +65,15 @@ const TSLanguage* LanguageOf(Grammar grammar) {
       return tree_sitter_javascript();
   }
   return tree_sitter_markdown();
+}
+
+const TSLanguage* LanguageOf(Grammar grammar) {
+  // Built on first use: a process that never parses C++ never pays for its 9.3 MB.
+  static std::once_flag once[kNumGrammars];
+  static const TSLanguage* dense[kNumGrammars];
+  const auto i = static_cast<size_t>(grammar);
+  std::call_once(once[i], [&] { dense[i] = WithDenseParseTable(GeneratedLanguageOf(grammar)); });
+  return dense[i];
 }
 
 Grammar GrammarOf(CodeLanguage language) {

@@ -14,7 +14,7 @@ namespace rlscore::scorers::ast::testing {
 
 // `fences` JavaScript fences of prose (words, numbers and punctuation from a fixed generator),
 // each after one shared line of code. The shared line makes the code screen send every fence to
-// the parser; prose is what tree-sitter parses slowest (error recovery, about 0.2 MB/s against
+// the parser; prose is what tree-sitter parses slowest (error recovery, about 1 MB/s against
 // 2-3 MB/s for code).
 inline std::string ProseInCodeFences(int fences, size_t prose_bytes) {
   static const char* const kWords[] = {"so",    "the", "value", "of",    "each", "term",
