@@ -1,16 +1,13 @@
 #include "scorers/ast/dense_parse_table.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
 #include "tree_sitter/parser.h"  // Debian's: TSLanguage as its runtime reads it
 
 namespace rlscore::scorers::ast {
-
-size_t DenseParseTableBytes(const TSLanguage* language) {
-  return size_t{language->state_count} * language->symbol_count * sizeof(uint16_t);
-}
 
 const TSLanguage* WithDenseParseTable(const TSLanguage* language) {
   const size_t symbols = language->symbol_count;

@@ -23,8 +23,6 @@
 // table only for states at or past large_state_count, which the copy sets to state_count.
 #pragma once
 
-#include <cstddef>
-
 struct TSLanguage;
 
 namespace rlscore::scorers::ast {
@@ -33,8 +31,5 @@ namespace rlscore::scorers::ast {
 // live as long as the process). Thread-safe; the result is immutable.
 // REQUIRES: `language` is ABI 13 or 14 and outlives the result.
 const TSLanguage* WithDenseParseTable(const TSLanguage* language);
-
-// The bytes of the dense table WithDenseParseTable builds for `language`.
-size_t DenseParseTableBytes(const TSLanguage* language);
 
 }  // namespace rlscore::scorers::ast
