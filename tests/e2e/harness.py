@@ -143,12 +143,15 @@ def health_status(channel, service="", timeout=10):
 
 
 def test_main(module):
-    """The main of a test file: parses --binary and --stubs (the generated Python stubs), puts the
-    stubs on sys.path, sets `module.ARGS`, and runs the file's unittest cases with any other
-    arguments (-v, a test name)."""
+    """The main of a test file: parses --binary, --stubs (the generated Python stubs) and
+    --sanitizer, puts the stubs on sys.path, sets `module.ARGS`, and runs the file's unittest
+    cases with any other arguments (-v, a test name)."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
     parser.add_argument("--stubs", required=True)
+    parser.add_argument("--sanitizer", default="",
+                        help="the sanitizers the binary was built with (address,undefined or "
+                             "thread), for checks whose meaning they change, such as RSS")
     module.ARGS, rest = parser.parse_known_args()
     sys.path.insert(0, module.ARGS.stubs)
     unittest.main(module=module, argv=[sys.argv[0]] + rest)
