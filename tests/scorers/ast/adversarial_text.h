@@ -12,6 +12,11 @@
 
 namespace rlscore::scorers::ast::testing {
 
+// A time budget for all of a completion's parses (AstOptions::parse_timeout_micros) that no
+// sanitizer build on a loaded two-core machine spends, for tests that check what fires rather
+// than how fast: CI's ASan run once saw four threads on two cores spend the default 100 ms.
+inline constexpr uint64_t kUnhurriedParseMicros = 30'000'000;
+
 // `fences` JavaScript fences of prose (words, numbers and punctuation from a fixed generator),
 // each after one shared line of code. The shared line makes the code screen send every fence to
 // the parser; prose is what tree-sitter parses slowest (error recovery, about 1 MB/s against

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "scorers/accuracy.h"
 #include "scorers/reward.h"
+#include "tests/scorers/ast/adversarial_text.h"
 
 #ifndef RLSCORE_AST_CORPUS
 #error "RLSCORE_AST_CORPUS must name tests/scorers/ast/corpus (set by its CMakeLists.txt)"
@@ -47,9 +48,8 @@ std::vector<std::pair<std::string, std::string>> Files(const std::string& folder
   return files;
 }
 
-// Scores under the default profile, but with a time budget that no sanitizer build on a loaded
-// machine spends: what is checked is which rule fires, not how fast (the budgets have their own
-// tests in ast_repetition_test.cc).
+// Scores under the default profile but without its time budget: what is checked is which rule
+// fires, not how fast (the budgets have their own tests in ast_repetition_test.cc).
 CompletionScore ScoreText(const std::string& text) {
   const std::unique_ptr<AccuracyScorer> scorer = NewBasicAccuracyScorer();
   const std::vector<std::string> references = {"42"};
@@ -57,7 +57,7 @@ CompletionScore ScoreText(const std::string& text) {
   CompletionInput in;
   in.text = text;
   Profile profile;
-  profile.repetition.ast.parse_timeout_micros = 30'000'000;
+  profile.repetition.ast.parse_timeout_micros = ast::testing::kUnhurriedParseMicros;
   std::vector<CompletionScore> scores;
   EXPECT_TRUE(ScoreGroup({&in, 1}, Task::kExact, judge.get(), profile, &scores).ok());
   return scores.empty() ? CompletionScore{} : scores[0];
