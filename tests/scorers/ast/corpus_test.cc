@@ -48,8 +48,9 @@ std::vector<std::pair<std::string, std::string>> Files(const std::string& folder
   return files;
 }
 
-// Scores under the default profile but without its time budget: what is checked is which rule
-// fires, not how fast (the budgets have their own tests in ast_repetition_test.cc).
+// Scores under the default profile but with a time budget no loaded sanitizer build spends: what
+// is checked is which rule fires, not how fast (the budgets have their own tests in
+// ast_repetition_test.cc).
 CompletionScore ScoreText(const std::string& text) {
   const std::unique_ptr<AccuracyScorer> scorer = NewBasicAccuracyScorer();
   const std::vector<std::string> references = {"42"};
