@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Fetches the tree-sitter grammars of the AST repetition detector (SPEC §3) from the npm registry at
-# pinned versions, checks each tarball against its pinned sha512 integrity and unpacks only its
-# LICENSE and generated C sources into third_party/grammars/<name>/ (ignored by git; nothing
-# third-party is committed). Idempotent: a grammar whose stamp matches its pin is not fetched again.
-# Usage: scripts/fetch_grammars.sh [DEST]   (DEST defaults to third_party/grammars)
+# Fetches the tree-sitter grammars of the AST repetition detector (docs/REPETITION.md) from the npm
+# registry at pinned versions, checks each tarball against its pinned sha512 integrity and unpacks
+# only its LICENSE and generated C sources into third_party/grammars/<name>/ (ignored by git;
+# nothing third-party is committed). Idempotent: a grammar whose stamp matches its pin is not
+# fetched again. Usage: scripts/fetch_grammars.sh [DEST]   (DEST defaults to third_party/grammars)
+#
+# Needs curl and openssl, not npm: Debian 12 ships no Node by default. The registry is
+# $npm_config_registry (npm's own variable), else npm's configured one when npm is installed,
+# else https://registry.npmjs.org/. TLS trusts the system store plus $NODE_EXTRA_CA_CERTS, the
+# variable npm users already set for a TLS-inspecting proxy; curl honours https_proxy.
 #
 # Every pin is ABI 14: Debian 12's tree-sitter runtime (0.20.7) loads ABI 13-14 only. Check
 # `#define LANGUAGE_VERSION` in src/parser.c before moving a pin.
@@ -20,14 +25,35 @@ pins=(
   "c|tree-sitter-c@0.23.6|sha512-0dxXKznVyUA0s6PjNolJNs2yF87O5aL538A/eR6njA5oqX3C3vH4vnx3QdOKwuUdpKEcFdHuiDpRKLLCA/tjvQ==|src"
 )
 
-if ! command -v npm >/dev/null 2>&1; then
-  echo "fetch_grammars: npm is not on PATH; it fetches the pinned tree-sitter grammars" >&2
-  exit 1
+for tool in curl openssl; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "fetch_grammars: $tool is not on PATH (scripts/setup.sh installs it)" >&2
+    exit 1
+  fi
+done
+registry=${npm_config_registry:-${NPM_CONFIG_REGISTRY:-}}
+if [ -z "$registry" ] && command -v npm >/dev/null 2>&1; then
+  registry=$(npm config get registry 2>/dev/null </dev/null || true)
 fi
+registry=${registry:-https://registry.npmjs.org/}
+registry=${registry%/}
 
 mkdir -p "$dest"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+# curl's --cacert replaces its default store, so the extra CA is added to a copy of the system's.
+ca_args=()
+if [ -n "${NODE_EXTRA_CA_CERTS:-}" ]; then
+  # Unreadable, it is skipped with a warning, as Node does.
+  if ! cat "$NODE_EXTRA_CA_CERTS" >"$work/ca.pem" 2>/dev/null; then
+    echo "fetch_grammars: warning: NODE_EXTRA_CA_CERTS=$NODE_EXTRA_CA_CERTS cannot be read" >&2
+  fi
+  if [ -r /etc/ssl/certs/ca-certificates.crt ]; then
+    cat /etc/ssl/certs/ca-certificates.crt >>"$work/ca.pem"
+  fi
+  ca_args=(--cacert "$work/ca.pem")
+fi
 
 for pin in "${pins[@]}"; do
   IFS='|' read -r name spec integrity folders <<<"$pin"
@@ -35,21 +61,26 @@ for pin in "${pins[@]}"; do
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$spec $integrity" ]; then
     continue
   fi
-  tgz=""
+  # npm's tarball address: @scope/name@1.2.3 -> REGISTRY/@scope/name/-/name-1.2.3.tgz
+  package=${spec%@*}
+  version=${spec##*@}
+  url="$registry/$package/-/${package##*/}-$version.tgz"
+  tgz="$work/$name.tgz"
+  fetched=0
   for attempt in 1 2 3 4 5; do
-    if tgz=$(cd "$work" && npm pack --silent "$spec" </dev/null 2>"$work/npm.err" | tail -n 1) &&
-       [ -n "$tgz" ] && [ -f "$work/$tgz" ]; then
+    if curl --fail --silent --show-error --location --max-time 120 "${ca_args[@]}" \
+         --output "$tgz" "$url" 2>"$work/curl.err"; then
+      fetched=1
       break
     fi
-    tgz=""
-    echo "fetch_grammars: npm pack $spec failed (attempt $attempt of 5): $(tail -n 3 "$work/npm.err")" >&2
+    echo "fetch_grammars: $url failed (attempt $attempt of 5): $(tail -n 3 "$work/curl.err")" >&2
     sleep $((attempt * 3))
   done
-  if [ -z "$tgz" ]; then
-    echo "fetch_grammars: could not fetch $spec from the npm registry" >&2
+  if [ "$fetched" != 1 ]; then
+    echo "fetch_grammars: could not fetch $spec from $registry" >&2
     exit 1
   fi
-  got="sha512-$(openssl dgst -sha512 -binary "$work/$tgz" | base64 -w0)"
+  got="sha512-$(openssl dgst -sha512 -binary "$tgz" | base64 -w0)"
   if [ "$got" != "$integrity" ]; then
     echo "fetch_grammars: $spec: integrity $got does not match the pin $integrity" >&2
     exit 1
@@ -59,8 +90,8 @@ for pin in "${pins[@]}"; do
   members=(package/LICENSE)
   for f in $folders; do members+=("package/$f"); done
   # --touch: the tarballs carry 1985 timestamps, which would confuse build tools' staleness checks.
-  tar --touch -xzf "$work/$tgz" -C "$dest/$name" --strip-components=1 "${members[@]}"
+  tar --touch -xzf "$tgz" -C "$dest/$name" --strip-components=1 "${members[@]}"
   echo "$spec $integrity" >"$stamp"
-  rm -f "$work/$tgz"
+  rm -f "$tgz"
   echo "fetch_grammars: $name <- $spec"
 done

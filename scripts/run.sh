@@ -4,5 +4,6 @@
 # `rlscore serve` (see `rlscore serve --help`). Stop it with Ctrl-C or SIGTERM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh build >&2
+# Only what serving needs: the binary and, where nvcc is installed, the CUDA module.
+bash scripts/build.sh --target rlscore_server build >&2
 exec build/cli/rlscore serve "$@"

@@ -9,23 +9,27 @@ packages=(
   # service
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev libre2-dev
   prometheus-cpp-dev nlohmann-json3-dev libcivetweb-dev
-  # scorers: the tree-sitter runtime; scripts/fetch_grammars.sh fetches the grammars from npm at
-  # pinned versions and checks their sha512 with openssl
-  libtree-sitter-dev openssl
+  # scorers: the tree-sitter runtime; scripts/fetch_grammars.sh fetches the grammars from the npm
+  # registry with curl at pinned versions and checks their sha512 with openssl
+  libtree-sitter-dev curl ca-certificates openssl
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev
-  # end-to-end tests: Debian's Python with gRPC, curl for /metrics
-  python3-grpcio python3-protobuf curl
+  # end-to-end tests: Debian's Python with gRPC (curl, above, reads /metrics)
+  python3-grpcio python3-protobuf
 )
 # `--test-tools`: what only the tests use (scripts/test.sh passes it): headless Chromium opens the
 # HTML report of `rlscore score`; podman (with runc) and mmdebstrap build and run the container
 # image from a locally made Debian base (tests/docker); yamllint, jsonschema, PyYAML and unzip
 # check the Helm chart (tests/helm, which fetches helm itself); clang and its runtimes build the
 # sanitizer suites and the libFuzzer targets (docs/RELIABILITY.md); python3-h2 speaks raw HTTP/2
-# for the fault tests' client that never reads its answers (tests/e2e/fault_test.py).
+# for the fault tests' client that never reads its answers (tests/e2e/fault_test.py); git clones
+# the repository into a fresh Debian root (tests/setup). npm and Node fetch helm and the Kubernetes
+# models and run the manifest validator (tests/helm): Debian's npm unless an npm is already on PATH
+# (a Node from elsewhere owns /usr/bin/npm, and Debian's would conflict with it).
 if [ "${1:-}" = "--test-tools" ]; then
   packages+=(chromium podman runc mmdebstrap yamllint python3-jsonschema python3-yaml unzip
-             clang-14 libclang-rt-14-dev python3-h2)
+             clang-14 libclang-rt-14-dev python3-h2 git)
+  if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 fi
 
 missing=()

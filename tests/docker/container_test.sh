@@ -123,8 +123,8 @@ podman build --quiet --format docker -f "$repo/docker/Dockerfile" --target runti
 check_image "$image" prebuilt
 
 # 2. The whole Dockerfile: the builder stage runs scripts/build.sh inside the image (a few
-#    minutes). The host's CA bundle is passed for npm, for machines behind a TLS-intercepting
-#    proxy. RLSCORE_CONTAINER_FULL=0 skips it.
+#    minutes). The host's CA bundle is passed for fetching the grammars, for machines behind a
+#    TLS-intercepting proxy. RLSCORE_CONTAINER_FULL=0 skips it.
 if [ "${RLSCORE_CONTAINER_FULL:-1}" != 0 ]; then
   ca_args=()
   if [ -f /etc/ssl/certs/ca-certificates.crt ]; then

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The README's run command on a fresh Debian 12: builds a minbase root with mmdebstrap (nothing in
+# it but Debian's required packages and apt: no compiler, no curl, no CA certificates, no Node),
+# clones this repository into it, runs `scripts/run.sh` there as a new user would, and waits until
+# the server it built answers gRPC health SERVING; then SIGTERM must end it with exit 0.
+#
+# The root shares this machine's network (apt and the npm registry are reached as set-up reaches
+# them) in its own mount and PID namespaces, so nothing it mounts or starts outlives the test.
+# The host's CA bundle goes in as NODE_EXTRA_CA_CERTS, as a user behind a TLS-inspecting proxy
+# would pass it: the set-up must trust it. What is tested is the checkout's HEAD plus its
+# uncommitted changes to tracked files (git stash create), cloned with git.
+#
+# Usage: tests/setup/fresh_debian_test.sh RLSCORE   (this build's binary asks for health)
+# Needs root (mmdebstrap, chroot); exits 77 (ctest: skipped) without it or without mmdebstrap.
+set -euo pipefail
+client=$(realpath "$1")
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "fresh_debian_test: needs root for mmdebstrap and chroot; skipped"
+  exit 77
+fi
+for tool in mmdebstrap unshare chroot git; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "fresh_debian_test: $tool is not installed (scripts/setup.sh --test-tools); skipped"
+    exit 77
+  fi
+done
+
+work=$(mktemp -d)
+root=$work/root
+server_pid=
+cleanup() {
+  if [ -n "$server_pid" ]; then kill -KILL "$server_pid" 2>/dev/null || true; fi
+  rm -rf --one-file-system "$work"
+}
+trap cleanup EXIT
+
+# The mirror apt uses here (deb822 or classic sources), else Debian's.
+mirror=$(awk '/^URIs:/ {print $2; exit} /^deb / {print $2; exit}' \
+  /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list 2>/dev/null || true)
+mirror=${mirror:-http://deb.debian.org/debian}
+echo "fresh_debian_test: a minbase Debian 12 root from $mirror"
+mmdebstrap --quiet --variant=minbase bookworm "$root" "$mirror"
+for absent in curl c++ cmake node npm git; do
+  if chroot "$root" /bin/sh -c "command -v $absent" >/dev/null; then
+    echo "fresh_debian_test: the minbase root already has $absent: it would hide a missing install" >&2
+    exit 1
+  fi
+done
+
+revision=$(git -C "$repo" stash create)
+revision=${revision:-HEAD}
+git clone --quiet --no-checkout "$repo" "$root/src"
+git -C "$root/src" checkout --quiet --detach "$(git -C "$repo" rev-parse "$revision")"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+extra_ca=()
+if [ -r /etc/ssl/certs/ca-certificates.crt ]; then
+  cp /etc/ssl/certs/ca-certificates.crt "$root/host-ca.crt"
+  extra_ca=(NODE_EXTRA_CA_CERTS=/host-ca.crt)
+fi
+
+# Ports nobody else on this machine holds: the other tests run beside this one.
+read -r port metrics_port < <(/usr/bin/python3 -c '
+import socket
+s = [socket.socket() for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(*[x.getsockname()[1] for x in s])')
+
+log=$work/run.log
+start=$(date +%s)
+# The new user's session: a login shell in the root, with only the proxy settings of this one.
+env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+  TERM=dumb CI=true LANG=C.UTF-8 "${extra_ca[@]}" \
+  $(env | grep -i -E '^(https?|no)_proxy=' || true) \
+  unshare --mount --pid --fork --kill-child /bin/bash -c '
+    set -e
+    root=$1; shift
+    mount --rbind /dev "$root/dev"
+    mount -t proc proc "$root/proc"
+    mount --rbind /sys "$root/sys"
+    exec chroot "$root" /bin/bash -c "cd /src && exec scripts/run.sh \"\$@\"" run "$@"
+  ' fresh "$root" "--listen-address=127.0.0.1:$port" "--metrics-address=127.0.0.1:$metrics_port" \
+  </dev/null >"$log" 2>&1 &
+server_pid=$!
+
+# Set-up and the build take minutes; the server is up when it answers SERVING.
+health() { "$client" health "--address=127.0.0.1:$port" --timeout-secs=5 2>/dev/null; }
+deadline=$((start + 1500))
+until health >/dev/null; do
+  if ! kill -0 "$server_pid" 2>/dev/null; then
+    echo "fresh_debian_test: scripts/run.sh exited before the server answered SERVING:" >&2
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+  if [ "$(date +%s)" -gt "$deadline" ]; then
+    echo "fresh_debian_test: no SERVING within $((deadline - start)) s:" >&2
+    tail -n 40 "$log" >&2
+    exit 1
+  fi
+  sleep 2
+done
+echo "fresh_debian_test: scripts/run.sh set up, built and served in $(( $(date +%s) - start )) s"
+health
+grep -E '^setup: installing|^fetch_grammars: ' "$log" | cut -c1-200
+
+# SIGTERM to the server (the PID namespace's first process is unshare's child: find rlscore).
+rlscore_pid=$(pgrep -f -n "^build/cli/rlscore serve --listen-address=127.0.0.1:$port ") || {
+  echo "fresh_debian_test: cannot find the server process" >&2
+  exit 1
+}
+kill -TERM "$rlscore_pid"
+code=0
+wait "$server_pid" || code=$?
+server_pid=
+if [ "$code" != 0 ]; then
+  echo "fresh_debian_test: the server exited $code after SIGTERM, expected 0" >&2
+  tail -n 20 "$log" >&2
+  exit 1
+fi
+echo "fresh_debian_test: SIGTERM -> exit 0"
