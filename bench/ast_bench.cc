@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "bench/score_one.h"
 #include "scorers/ast/ast_repetition.h"
 #include "scorers/math/verifier.h"
@@ -96,7 +97,7 @@ class MarkdownWriter {
       if (r == 0) {
         s += Number();
       } else if (r == 1) {
-        s += "$" + Expression() + "$";
+        absl::StrAppend(&s, "$", Expression(), "$");
       } else {
         s += Pick(kWords);
       }
@@ -118,13 +119,13 @@ class MarkdownWriter {
       case 1:
         return Number();
       case 2:
-        return Name() + "[" + Expr(depth - 1) + "]";
+        return absl::StrCat(Name(), "[", Expr(depth - 1), "]");
       case 3:
         return Expr(depth - 1) + Pick(kOps) + Expr(depth - 1);
       case 4:
-        return Name() + "(" + Expr(depth - 1) + ", " + Expr(depth - 1) + ")";
+        return absl::StrCat(Name(), "(", Expr(depth - 1), ", ", Expr(depth - 1), ")");
       default:
-        return "(" + Expr(depth - 1) + ")";
+        return absl::StrCat("(", Expr(depth - 1), ")");
     }
   }
   std::string Comparison() {
@@ -317,18 +318,20 @@ BENCHMARK(BM_AstFuzzCorpus)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The detector alone on prose in code fences (tests/scorers/ast/adversarial_text.h): `fences`
 // JavaScript fences of `prose` bytes each, every one sent to the parser by a shared line of code,
-// each parse slow (error recovery). budget:1 is the default time budget (100 ms for all of a
-// completion's parses), which stops part of the way through the larger ones (counter ran_out);
-// budget:0 a budget of a minute, which lets every parse finish: what the completion would cost
-// unbounded (and what the per-parse timeout before 2026-12-02 allowed, since no single parse came
-// near 100 ms).
+// each parse slow (error recovery). budget:1 is the default work budget (max_parse_work for all of
+// a completion's parses), which stops part of the way through the larger ones (counter ran_out);
+// budget:0 an unbounded one, which lets every parse finish: what the completion would cost
+// unbounded. Counter work: the units charged (scorers/ast/metered_parse.h).
 void BM_AstAdversarial(benchmark::State& state) {
   const auto fences = static_cast<int>(state.range(0));
   const auto prose = static_cast<size_t>(state.range(1));
   const bool budget = state.range(2) != 0;
   const std::string text = scorers::ast::testing::ProseInCodeFences(fences, prose);
   scorers::ast::AstOptions options;
-  if (!budget) options.parse_timeout_micros = 60'000'000;
+  if (!budget) {
+    options.max_parse_work = uint64_t{1} << 50;
+    options.parse_timeout_micros = 600'000'000;
+  }
   scorers::ast::AstReport report;
   for (auto _ : state) {
     report = scorers::ast::FindAstRepetition(text, 0, options);
@@ -338,7 +341,8 @@ void BM_AstAdversarial(benchmark::State& state) {
   if (!budget && report.skipped != scorers::ast::AstBudget::kNone) {
     state.SkipWithError(report.detail.c_str());
   }
-  state.counters["ran_out"] = report.skipped == scorers::ast::AstBudget::kTime ? 1 : 0;
+  state.counters["ran_out"] = report.skipped == scorers::ast::AstBudget::kWork ? 1 : 0;
+  state.counters["work"] = static_cast<double>(report.parse_work);
   state.counters["code_blocks_parsed"] = report.code_blocks_parsed;
   state.counters["KB"] = static_cast<double>(text.size()) / 1024;
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));

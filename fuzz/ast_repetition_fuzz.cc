@@ -1,7 +1,7 @@
 // The AST repetition detector (scorers/ast/ast_repetition.h): Markdown block structure and code
 // clones parsed with tree-sitter, on any reasoning text, with the thresholds from the first byte
-// (low ones reach the clone comparison on small inputs). It must end within its byte, node and
-// time budgets and report offsets inside the text.
+// (low ones reach the clone comparison on small inputs). It must end within its byte, work and
+// node budgets and report offsets inside the text.
 #include <cstddef>
 #include <cstdint>
 
@@ -21,6 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if ((flags & 0x20) != 0) options.max_parse_bytes = 512;
   if ((flags & 0x40) != 0) options.max_nodes = 200;
+  if ((flags & 0x80) != 0) options.max_parse_work = 1 << 16;
   const std::string_view reasoning = in.Rest();
 
   const scorers::ast::AstReport report = scorers::ast::FindAstRepetition(reasoning, 100, options);
@@ -31,5 +32,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     RLSCORE_FUZZ_CHECK(report.skipped == scorers::ast::AstBudget::kNone);
   }
   RLSCORE_FUZZ_CHECK(report.bytes_parsed <= options.max_parse_bytes);
+  // Work is charged as it is spent: a parse stops on the charge that crosses the budget, so a
+  // report within budget spent no more than it.
+  RLSCORE_FUZZ_CHECK((report.skipped == scorers::ast::AstBudget::kWork) ==
+                     (report.parse_work > options.max_parse_work));
   return 0;
 }

@@ -135,6 +135,13 @@ void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t
       f.token_offset = EstimateTokenOffset(f.char_offset, in.text.size(), num_tokens);
       f.occurrences = ast.occurrences;
       f.detail = absl::StrCat(ast.detail, "; token offset estimated");
+    } else if (ast.skipped == ast::AstBudget::kTime) {
+      // The wall-clock safety net fired: whether it does depends on the machine, so the
+      // completion gets no reward rather than one that depends on the load.
+      f.detail = ast.detail;
+      score->verdict = Verdict::kBudgetExceeded;
+      score->detail = absl::StrCat("the repetition check did not finish: ", ast.detail);
+      score->format_gated = false;
     } else if (ast.skipped != ast::AstBudget::kNone) {
       f.detail = ast.detail;  // "skipped: budget (...)": the n-gram rule still applied
     }
@@ -272,6 +279,10 @@ absl::Status ValidateProfile(const Profile& p) {
   }
   if (ast.max_parse_bytes > (uint64_t{1} << 30)) {
     return FieldError("repetition.ast.max_parse_bytes", "must be at most 1 GiB");
+  }
+  if (ast.max_parse_work == 0) {
+    return FieldError("repetition.ast.max_parse_work",
+                      "must be at least 1 (the work all parses of a completion may do)");
   }
   if (ast.parse_timeout_micros == 0) {
     return FieldError("repetition.ast.parse_timeout_micros",

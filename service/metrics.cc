@@ -190,11 +190,12 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   auto& skips = prometheus::BuildCounter()
                     .Name("rlscore_ast_budget_skips_total")
                     .Help(
-                        "Completions whose AST repetition check was skipped because a budget "
-                        "ran out (the n-gram rule still applied)")
+                        "Completions whose AST repetition check stopped on a budget: bytes, "
+                        "work or nodes (the n-gram rule still applied), or time, the wall-clock "
+                        "safety net (the completion is then BUDGET_EXCEEDED)")
                     .Register(*registry_);
-  for (auto budget : {scorers::ast::AstBudget::kBytes, scorers::ast::AstBudget::kTime,
-                      scorers::ast::AstBudget::kNodes}) {
+  for (auto budget : {scorers::ast::AstBudget::kBytes, scorers::ast::AstBudget::kWork,
+                      scorers::ast::AstBudget::kNodes, scorers::ast::AstBudget::kTime}) {
     ast_budget_skips_[static_cast<size_t>(budget)] =
         &skips.Add({{"budget", std::string(scorers::ast::AstBudgetName(budget))}});
   }

@@ -39,7 +39,7 @@
 //   rlscore_ast_parse_seconds                      histogram of the AST detector's parse time per
 //                                                  completion it parsed (most are screened out)
 //   rlscore_ast_parsed_total                       completions the AST detector parsed
-//   rlscore_ast_budget_skips_total{budget}         AST detector gave up: bytes, time or nodes
+//   rlscore_ast_budget_skips_total{budget}         AST detector gave up: bytes, work, nodes, time
 //   rlscore_truncated_total                        completions truncated
 //   rlscore_tokens_estimated_total                 completions whose length was estimated
 //   rlscore_format_gated_total                     well-formed but wrong: format reward withheld
@@ -136,7 +136,7 @@ class Metrics {
   std::array<prometheus::Counter*, 4> repetition_fired_{};  // by scorers::RepetitionDetector
   prometheus::Histogram* ast_parse_seconds_;
   prometheus::Counter* ast_parsed_;
-  std::array<prometheus::Counter*, 4> ast_budget_skips_{};  // by scorers::ast::AstBudget
+  std::array<prometheus::Counter*, 5> ast_budget_skips_{};  // by scorers::ast::AstBudget
   prometheus::Counter* truncated_;
   prometheus::Counter* tokens_estimated_;
   prometheus::Counter* format_gated_;

@@ -86,6 +86,7 @@ absl::Status Apply(const config::v1::Profile& in, scorers::Profile* p) {
     }
   }
   if (a.has_max_parse_bytes()) ast.max_parse_bytes = a.max_parse_bytes();
+  if (a.has_max_parse_work()) ast.max_parse_work = a.max_parse_work();
   if (a.has_parse_timeout_micros()) ast.parse_timeout_micros = a.parse_timeout_micros();
   if (a.has_max_nodes()) ast.max_nodes = a.max_nodes();
 
@@ -211,6 +212,7 @@ void ProfileToProto(const ServiceProfile& profile, config::v1::Profile* out) {
     }
   }
   a->set_max_parse_bytes(ast.max_parse_bytes);
+  a->set_max_parse_work(ast.max_parse_work);
   a->set_parse_timeout_micros(ast.parse_timeout_micros);
   a->set_max_nodes(ast.max_nodes);
   LengthPenalty* l = out->mutable_length();

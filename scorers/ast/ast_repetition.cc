@@ -1,7 +1,6 @@
 #include "scorers/ast/ast_repetition.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -11,6 +10,7 @@
 #include "common/strings.h"
 #include "scorers/ast/code_shape.h"
 #include "scorers/ast/markdown_lines.h"
+#include "scorers/ast/metered_parse.h"
 #include "scorers/ast/structural_hash.h"
 #include "tree_sitter/api.h"
 
@@ -45,55 +45,6 @@ struct Firing {
     return kind == AstKind::kNone || at < offset || (at == offset && unit_size > size);
   }
 };
-
-// Owns a tree and deletes it.
-class Tree {
- public:
-  explicit Tree(TSTree* tree) : tree_(tree) {}
-  ~Tree() {
-    if (tree_ != nullptr) ts_tree_delete(tree_);
-  }
-  Tree(const Tree&) = delete;
-  Tree& operator=(const Tree&) = delete;
-  const TSTree* get() const { return tree_; }
-
- private:
-  TSTree* tree_;
-};
-
-// Parses `text` with this thread's parser for `grammar` in at most `*micros_left`, which it
-// reduces by the time spent; null when that ran out (the parser is then reset for its next use,
-// and `*micros_left` is 0).
-//
-// tree-sitter 0.20's deadline (clock_after in its clock.h) adds the timeout's nanoseconds without
-// carrying into the seconds, so a parse that starts within `timeout` of a second boundary halts
-// as soon as the second turns: a 0.3 ms parse reported as over 100 ms, once a second per busy
-// thread. A halted parse resumes where it stopped when called again with the same text, so a
-// halt is believed only when our own steady clock (CLOCK_MONOTONIC, as tree-sitter's) agrees;
-// otherwise the parse resumes with the time left. Each early halt needs a second boundary, so
-// this loops at most about timeout/1 s + 1 times.
-// REQUIRES: *micros_left >= 1.
-TSTree* Parse(Grammar grammar, std::string_view text, uint64_t* micros_left) {
-  TSParser* parser = ThreadParser(grammar);
-  const auto start = std::chrono::steady_clock::now();
-  const uint64_t budget = *micros_left;
-  uint64_t remaining = budget;  // never 0: that would mean no limit to tree-sitter
-  for (;;) {
-    ts_parser_set_timeout_micros(parser, remaining);
-    TSTree* tree =
-        ts_parser_parse_string(parser, nullptr, text.data(), static_cast<uint32_t>(text.size()));
-    const auto spent = std::chrono::duration_cast<std::chrono::microseconds>(
-        std::chrono::steady_clock::now() - start);
-    const uint64_t spent_micros = static_cast<uint64_t>(std::max<int64_t>(spent.count(), 0));
-    *micros_left = budget - std::min(spent_micros, budget);
-    if (tree != nullptr) return tree;  // a parse that finished just over the time left stands
-    if (*micros_left == 0) {
-      ts_parser_reset(parser);
-      return nullptr;
-    }
-    remaining = *micros_left;
-  }
-}
 
 bool TypeIs(const char* type, const char* name) { return std::strcmp(type, name) == 0; }
 
@@ -140,8 +91,8 @@ class Detector {
       return std::move(report_);
     }
     nodes_left_ = options_.max_nodes;
-    // At least 1: tree-sitter reads a timeout of 0 as no limit.
-    micros_left_ = std::max<uint64_t>(options_.parse_timeout_micros, 1);
+    allowance_ =
+        ParseAllowance{.work = options_.max_parse_work, .micros = options_.parse_timeout_micros};
     const std::optional<absl::Time> start =
         clock_ != nullptr ? std::optional<absl::Time>(clock_->Now()) : std::nullopt;
     if (!blocks || BlockRule(&scan)) CodeRule(code);
@@ -159,10 +110,22 @@ class Detector {
   }
 
  private:
-  // The time budget, as a stop's detail names it.
-  std::string TimeBudget() const {
-    return absl::StrCat("the ", options_.parse_timeout_micros,
-                        " µs that all parses of a completion may take");
+  // Records a parse's work; false, for "stop", when a budget ran out (`what` names the parse).
+  bool Spent(const MeteredParse& parse, std::string_view what) {
+    report_.parse_work += parse.work;
+    switch (parse.outcome) {
+      case ParseOutcome::kParsed:
+        return true;
+      case ParseOutcome::kOutOfWork:
+        return Stop(AstBudget::kWork,
+                    absl::StrCat(Sv(what), " ran out of the ", options_.max_parse_work,
+                                 " units of parse work a completion may spend"));
+      case ParseOutcome::kOutOfTime:
+        return Stop(AstBudget::kTime,
+                    absl::StrCat(Sv(what), " ran past the ", options_.parse_timeout_micros,
+                                 " µs wall-clock safety net for all parses of a completion"));
+    }
+    return false;
   }
 
   // Records that `budget` ran out; returns false, for "stop".
@@ -228,15 +191,14 @@ class Detector {
   bool BlockRule(LineScan* scan) {
     // The rule reads the keys of every line: normalise the blocks the screen did not.
     for (size_t b = 0; b < scan->blocks.size(); ++b) KeyBlock(text_, b, scan);
-    Tree tree(Parse(Grammar::kMarkdown, text_, &micros_left_));
+    const MeteredParse parse = ParseMetered(Grammar::kMarkdown, text_, &allowance_);
     report_.parsed_markdown = true;
     report_.bytes_parsed += text_.size();
-    if (tree.get() == nullptr) {
-      return Stop(AstBudget::kTime, absl::StrCat("Markdown parse of ", text_.size(),
-                                                 " bytes ran out of ", TimeBudget()));
+    if (!Spent(parse, absl::StrCat("the Markdown parse of ", text_.size(), " bytes"))) {
+      return false;
     }
     absl::flat_hash_map<uint64_t, Tally> tallies;
-    TSTreeCursor cursor = ts_tree_cursor_new(ts_tree_root_node(tree.get()));
+    TSTreeCursor cursor = ts_tree_cursor_new(ts_tree_root_node(parse.tree.get()));
     bool complete = true;
     bool descend = true;
     for (;;) {
@@ -310,23 +272,18 @@ class Detector {
       if (best_.kind != AstKind::kNone && f->code_begin > best_.offset) break;
       const std::string_view code = text_.substr(f->code_begin, f->code_end - f->code_begin);
       const CodeLanguage language = *f->language;
-      if (micros_left_ == 0) {  // the parses before took all of it
-        return Stop(AstBudget::kTime, absl::StrCat(report_.code_blocks_parsed,
-                                                   " code blocks parsed took ", TimeBudget()));
-      }
-      Tree tree(Parse(GrammarOf(language), code, &micros_left_));
+      const MeteredParse parse = ParseMetered(GrammarOf(language), code, &allowance_);
       ++report_.code_blocks_parsed;
       report_.bytes_parsed += code.size();
-      if (tree.get() == nullptr) {
-        return Stop(AstBudget::kTime,
-                    absl::StrCat("code block ", report_.code_blocks_parsed, " to parse (",
-                                 Sv(CodeLanguageName(language)), ", ", code.size(),
-                                 " bytes) ran out of ", TimeBudget()));
+      if (!Spent(parse,
+                 absl::StrCat("the parse of code block ", report_.code_blocks_parsed, " (",
+                              Sv(CodeLanguageName(language)), ", ", code.size(), " bytes)"))) {
+        return false;
       }
       const uint64_t seed = MixHash(0xc0de, static_cast<uint64_t>(language));
       const uint64_t before = nodes_left_;
       const bool complete = VisitSubtrees(
-          tree.get(), seed, options_.min_code_nodes, &nodes_left_, [&](const Subtree& s) {
+          parse.tree.get(), seed, options_.min_code_nodes, &nodes_left_, [&](const Subtree& s) {
             // Subtrees are visited children first, so an occurrence can start before one
             // counted earlier (when error recovery or a dropped comment gives a node and its
             // descendant the same shape): the firing spans the smallest to the largest offset.
@@ -360,7 +317,7 @@ class Detector {
   AstReport report_;
   Firing best_;
   uint64_t nodes_left_ = 0;
-  uint64_t micros_left_ = 0;  // tree-sitter time left to this completion
+  ParseAllowance allowance_;  // parse work and time left to this completion
 };
 
 }  // namespace
@@ -371,6 +328,8 @@ std::string_view AstBudgetName(AstBudget budget) {
       return "none";
     case AstBudget::kBytes:
       return "bytes";
+    case AstBudget::kWork:
+      return "work";
     case AstBudget::kTime:
       return "time";
     case AstBudget::kNodes:

@@ -1,5 +1,5 @@
-// The AST repetition detector of SPEC §3: the loops that exact n-grams miss. Two rules, both
-// firing on the occurrence that crosses the threshold, as the n-gram rule does:
+// The AST repetition detector (docs/REPETITION.md): the loops that exact n-grams miss. Two rules,
+// both firing on the occurrence that crosses the threshold, as the n-gram rule does:
 //
 //   block      the reasoning parsed as Markdown (tree-sitter); each leaf block — paragraph, list
 //              item, heading, fenced or indented code, table — normalised (markdown_lines.h:
@@ -27,14 +27,18 @@
 // clone of min_code_nodes nodes that spans fewer shape tokens than the window (mostly
 // single-child chains, or template strings, which are one shape token).
 //
-// Budgets, per completion: bytes parsed, tree-sitter time (all of the completion's parses
-// together) and nodes visited. When one runs out the report says which, nothing fires, and the
-// caller's n-gram rule still applies. Time is per completion, not per parse, because text that is
-// not code parses slowly (tree-sitter's error recovery: prose in a ```javascript fence goes at
-// about 1 MB/s with the dense parse tables of grammars.h, 0.4 MB/s without), and a completion can
-// hold many fences.
+// Budgets, per completion, all counted in work so that the same text gets the same report on any
+// machine under any load: bytes handed to tree-sitter, parse work (metered_parse.h: bytes
+// tree-sitter allocates plus 64 per character its lexer reads, all of the completion's parses
+// together) and syntax-tree nodes visited. When one runs out the report says which, nothing
+// fires, and the caller's n-gram rule still applies. The work budget is the completion's, not
+// each parse's, because text that is not code parses slowly (tree-sitter's error recovery: prose
+// in a ```cpp fence can cost 20 times as much as Markdown of the same size), and a completion can
+// hold many fences. Beside them a wall-clock safety net (parse_timeout_micros) stops parses that
+// the work budget failed to bound; when it fires the report says kTime and the completion must be
+// reported unscorable (reward.h), never scored as if the detector had found nothing.
 //
-// Thread-safety: safe to call concurrently; each thread parses with its own parsers (grammars.h).
+// Thread-safety: safe to call concurrently.
 #pragma once
 
 #include <array>
@@ -55,15 +59,17 @@ struct AstOptions {
   uint32_t code_max_occurrences = 3;   // fires when a code subtree occurs more than this
   uint32_t min_code_nodes = 50;        // nodes of a code subtree, at least
   std::array<bool, kNumCodeLanguages> languages = {true, true, true, true};  // by CodeLanguage
-  uint64_t max_parse_bytes = 256 * 1024;   // bytes handed to tree-sitter per completion
-  uint64_t parse_timeout_micros = 100000;  // tree-sitter time, all parses together (0 reads 1)
-  uint64_t max_nodes = 1000000;            // syntax-tree nodes visited per completion
+  uint64_t max_parse_bytes = 256 * 1024;     // bytes handed to tree-sitter per completion
+  uint64_t max_parse_work = 64 << 20;        // work units (metered_parse.h), all parses together
+  uint64_t parse_timeout_micros = 10000000;  // the wall-clock safety net, all parses together
+  uint64_t max_nodes = 1000000;              // syntax-tree nodes visited per completion
 };
 
 enum class AstKind : uint8_t { kNone, kBlock, kCodeClone };
-enum class AstBudget : uint8_t { kNone, kBytes, kTime, kNodes };
+// kTime is the wall-clock safety net: the only budget whose outcome depends on the machine.
+enum class AstBudget : uint8_t { kNone, kBytes, kWork, kNodes, kTime };
 
-std::string_view AstBudgetName(AstBudget budget);  // "bytes", "time", "nodes"
+std::string_view AstBudgetName(AstBudget budget);  // "bytes", "work", "nodes", "time"
 
 struct AstReport {
   AstKind kind = AstKind::kNone;
@@ -79,6 +85,7 @@ struct AstReport {
   bool parsed_markdown = false;
   uint32_t code_blocks_parsed = 0;
   uint64_t bytes_parsed = 0;
+  uint64_t parse_work = 0;  // units charged, metered_parse.h
   uint64_t nodes_visited = 0;
   double parse_seconds = 0.0;  // only when a clock was given
 };

@@ -19,32 +19,6 @@ const TSLanguage* tree_sitter_javascript();
 namespace rlscore::scorers::ast {
 namespace {
 
-// Parsers of one thread, one per grammar, created lazily.
-class ParserCache {
- public:
-  ParserCache() { parsers_.fill(nullptr); }
-  ~ParserCache() {
-    for (TSParser* p : parsers_) {
-      if (p != nullptr) ts_parser_delete(p);
-    }
-  }
-  ParserCache(const ParserCache&) = delete;
-  ParserCache& operator=(const ParserCache&) = delete;
-
-  TSParser* Get(Grammar grammar) {
-    TSParser*& p = parsers_[static_cast<size_t>(grammar)];
-    if (p == nullptr) {
-      p = ts_parser_new();
-      // Cannot fail: every linked grammar is ABI 14 (checked by grammars_test).
-      ts_parser_set_language(p, LanguageOf(grammar));
-    }
-    return p;
-  }
-
- private:
-  std::array<TSParser*, kNumGrammars> parsers_;
-};
-
 char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 }  // namespace
@@ -163,11 +137,6 @@ std::optional<CodeLanguage> CodeLanguageFromInfoString(std::string_view info) {
     if (word == a.alias) return a.language;
   }
   return std::nullopt;
-}
-
-TSParser* ThreadParser(Grammar grammar) {
-  thread_local ParserCache cache;
-  return cache.Get(grammar);
 }
 
 }  // namespace rlscore::scorers::ast

@@ -1,10 +1,9 @@
-// The tree-sitter grammars the AST repetition detector parses with (SPEC §3), and the parsers that
-// run them: Markdown (block structure; its inline grammar is built beside it) and the code
-// languages whose fences are parsed — Python, C++, C and JavaScript.
+// The tree-sitter grammars the AST repetition detector parses with (docs/REPETITION.md):
+// Markdown (block structure; its inline grammar is built beside it) and the code languages whose
+// fences are parsed — Python, C++, C and JavaScript. metered_parse.h runs them.
 //
 //   std::optional<CodeLanguage> lang = CodeLanguageFromInfoString("py title=\"a.py\"");  // kPython
-//   TSParser* parser = ThreadParser(GrammarOf(*lang));     // this thread's, reused across calls
-//   TSTree* tree = ts_parser_parse_string(parser, nullptr, code.data(), code.size());
+//   ts_parser_set_language(parser, LanguageOf(GrammarOf(*lang)));
 //
 // The grammars are generated C fetched at set-up time at pinned ABI-14 versions
 // (scripts/fetch_grammars.sh); Debian 12's runtime loads ABI 13-14 only.
@@ -15,7 +14,6 @@
 #include <string_view>
 
 struct TSLanguage;
-struct TSParser;
 
 namespace rlscore::scorers::ast {
 
@@ -43,11 +41,5 @@ std::optional<CodeLanguage> CodeLanguageFromName(std::string_view name);
 // aliases (py, python3, c++, cc, cxx, hpp, h, js, jsx, mjs, node, ...). nullopt for anything
 // else, including an empty info string.
 std::optional<CodeLanguage> CodeLanguageFromInfoString(std::string_view info);
-
-// This thread's parser for `grammar`, created on first use, reused by later calls on the same
-// thread and deleted when the thread exits (tree-sitter parsers are not thread-safe; one per
-// thread avoids both locking and a parser per call). The caller sets its timeout before each
-// parse and must not delete it or keep it past the current call.
-TSParser* ThreadParser(Grammar grammar);
 
 }  // namespace rlscore::scorers::ast

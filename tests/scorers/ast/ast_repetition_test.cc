@@ -228,54 +228,74 @@ TEST(AstRepetition, NodeBudgetSkips) {
   EXPECT_EQ(code.skipped, AstBudget::kNodes) << code.detail;
 }
 
-TEST(AstRepetition, TimeBudgetSkips) {
+TEST(AstRepetition, TheSafetyNetStopsAParseAndSaysTime) {
   // A megabyte of looping prose cannot be parsed in one microsecond on any machine: the parse is
-  // abandoned and reported, not waited for.
+  // abandoned and reported as the safety net's, not waited for, and not as a work budget.
   std::string text;
   while (text.size() < (1 << 20)) text += DerivationLoop(5);
   AstOptions options;
   options.max_parse_bytes = 8u << 20;
+  options.max_parse_work = uint64_t{1} << 50;
   options.parse_timeout_micros = 1;
   const AstReport r = FindAstRepetition(text, 0, options);
   EXPECT_EQ(r.kind, AstKind::kNone);
   EXPECT_EQ(r.skipped, AstBudget::kTime) << r.detail;
-  // The thread's parser was reset and parses the next completion normally.
+  EXPECT_NE(r.detail.find("wall-clock safety net"), std::string::npos) << r.detail;
+  // The next completion parses normally.
   EXPECT_EQ(FindAstRepetition(DerivationLoop(4), 0, AstOptions{}).kind, AstKind::kBlock);
 }
 
-TEST(AstRepetition, TheTimeBudgetCoversAllOfACompletionsParses) {
-  // 100 fences of 600 bytes: each parse takes about half a millisecond, all of them about 55 ms
-  // (in the release build). The time budget is the completion's, not each parse's: a quarter of
-  // what all the parses just took runs out part of the way through, though no single parse
-  // comes near it. (The budget is set from the time measured here, not from a fixed figure, so
-  // a faster or slower machine, or a sanitizer, changes nothing.)
+TEST(AstRepetition, TheWorkBudgetCoversAllOfACompletionsParses) {
+  // 100 fences of 600 bytes of prose parsed as JavaScript. The work budget is the completion's,
+  // not each parse's: a quarter of what all the parses spend runs out part of the way through,
+  // though no single parse comes near it.
   const std::string text = testing::ProseInCodeFences(100, 600);
   AstOptions unlimited;
+  unlimited.max_parse_work = uint64_t{1} << 50;
   unlimited.parse_timeout_micros = testing::kUnhurriedParseMicros;
-  const auto start = std::chrono::steady_clock::now();
   const AstReport all = FindAstRepetition(text, 0, unlimited);
-  const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
-      std::chrono::steady_clock::now() - start);
   ASSERT_EQ(all.kind, AstKind::kNone) << all.detail;
   ASSERT_EQ(all.skipped, AstBudget::kNone) << all.detail;
   ASSERT_EQ(all.code_blocks_parsed, 100u) << "the code screen must send every fence";
 
-  AstOptions options;
-  options.parse_timeout_micros = std::max<int64_t>(took.count() / 4, 1);
+  AstOptions options = unlimited;
+  options.max_parse_work = all.parse_work / 4;
   const AstReport r = FindAstRepetition(text, 0, options);
   EXPECT_EQ(r.kind, AstKind::kNone);
-  EXPECT_EQ(r.skipped, AstBudget::kTime) << r.detail;
+  EXPECT_EQ(r.skipped, AstBudget::kWork) << r.detail;
+  EXPECT_GT(r.code_blocks_parsed, 10u);
   EXPECT_LT(r.code_blocks_parsed, 100u);
-  EXPECT_NE(r.detail.find(absl::StrCat("the ", options.parse_timeout_micros,
-                                       " µs that all parses of a completion may take")),
+  EXPECT_NE(r.detail.find(absl::StrCat("ran out of the ", options.max_parse_work,
+                                       " units of parse work a completion may spend")),
             std::string::npos)
       << r.detail;
 }
 
+TEST(AstRepetition, TheWorkBudgetIsExactAtItsBoundary) {
+  // The charge is a function of the text: a budget of exactly what the parses spend suffices, one
+  // unit less runs out, for a Markdown parse and for code.
+  for (const std::string& text :
+       {DerivationLoop(4), RenamedFunctionLoop(4), testing::ProseInCodeFences(8, 400)}) {
+    AstOptions options;
+    options.parse_timeout_micros = testing::kUnhurriedParseMicros;
+    const AstReport spent = FindAstRepetition(text, 0, options);
+    ASSERT_EQ(spent.skipped, AstBudget::kNone) << spent.detail;
+    ASSERT_GT(spent.parse_work, 0u);
+    options.max_parse_work = spent.parse_work;
+    const AstReport exact = FindAstRepetition(text, 0, options);
+    EXPECT_EQ(exact.skipped, AstBudget::kNone) << exact.detail;
+    EXPECT_EQ(exact.kind, spent.kind);
+    EXPECT_EQ(exact.parse_work, spent.parse_work);
+    options.max_parse_work = spent.parse_work - 1;
+    EXPECT_EQ(FindAstRepetition(text, 0, options).skipped, AstBudget::kWork);
+  }
+}
+
 TEST(AstRepetition, AParseAcrossASecondBoundaryIsNotATimeout) {
-  // tree-sitter 0.20 misplaces a deadline that falls in the next second (see Parse), so parses
-  // running as the monotonic clock's second turns used to be "skipped: budget (time)". Parse
-  // back to back from just before two boundaries until just after each: every one must fire.
+  // tree-sitter 0.20 misplaces a deadline that falls in the next second (metered_parse.cc), so
+  // parses running as the monotonic clock's second turns used to be "skipped: budget (time)".
+  // Parse back to back from just before two boundaries until just after each: every one must
+  // fire.
   // (The wait only places the parses at a boundary; no outcome depends on how long it takes.)
   // The bug needs only a deadline past the boundary, whatever the budget: a budget that no
   // sanitizer or loaded machine exhausts keeps a slow parse from reading as the bug.
@@ -367,25 +387,29 @@ TEST(AstRepetition, NestedClonesReportTheFirstOccurrenceFirst) {
   EXPECT_NE(report.detail.find("first at character 112"), std::string::npos) << report.detail;
 }
 
-TEST(AstRepetition, ParsersArePerThread) {
-  // What is checked is that threads never share a parser, not how fast four of them parse.
+TEST(AstRepetition, ConcurrentParsesAgree) {
+  // Four threads parse at once, each on parsers of its own, and spend the same work on the same
+  // text; what is checked is the results, not how fast four of them parse.
   AstOptions options;
   options.parse_timeout_micros = testing::kUnhurriedParseMicros;
   const std::string code = RenamedFunctionLoop(4);
   const std::string prose = DerivationLoop(4);
+  // What a parse is charged must not depend on what its thread parsed before.
+  const uint64_t code_work = FindAstRepetition(code, 0, options).parse_work;
+  const uint64_t prose_work = FindAstRepetition(prose, 0, options).parse_work;
   std::vector<std::thread> threads;
   std::vector<int> failures(4, 0);
   std::vector<std::string> first_failure(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
-      const auto check = [&](const std::string& text, AstKind expected) {
+      const auto check = [&](const std::string& text, AstKind expected, uint64_t work) {
         const AstReport r = FindAstRepetition(text, 0, options);
-        if (r.kind == expected) return;
-        if (failures[t]++ == 0) first_failure[t] = r.detail;
+        if (r.kind == expected && r.parse_work == work) return;
+        if (failures[t]++ == 0) first_failure[t] = absl::StrCat(r.parse_work, " units: ", r.detail);
       };
       for (int i = 0; i < 50; ++i) {
-        check(code, AstKind::kCodeClone);
-        check(prose, AstKind::kBlock);
+        check(code, AstKind::kCodeClone, code_work);
+        check(prose, AstKind::kBlock, prose_work);
       }
     });
   }

@@ -48,17 +48,18 @@ std::vector<std::pair<std::string, std::string>> Files(const std::string& folder
   return files;
 }
 
-// Scores under the default profile but with a time budget no loaded sanitizer build spends: what
-// is checked is which rule fires, not how fast (the budgets have their own tests in
+// Scores under the default profile but with a wall-clock safety net no loaded sanitizer build
+// reaches: what is checked is which rule fires, not how fast (the budgets have their own tests in
 // ast_repetition_test.cc).
-CompletionScore ScoreText(const std::string& text) {
+CompletionScore ScoreText(const std::string& text,
+                          uint64_t timeout_micros = ast::testing::kUnhurriedParseMicros) {
   const std::unique_ptr<AccuracyScorer> scorer = NewBasicAccuracyScorer();
   const std::vector<std::string> references = {"42"};
   const std::unique_ptr<Judge> judge = scorer->Prepare(Task::kExact, references);
   CompletionInput in;
   in.text = text;
   Profile profile;
-  profile.repetition.ast.parse_timeout_micros = ast::testing::kUnhurriedParseMicros;
+  profile.repetition.ast.parse_timeout_micros = timeout_micros;
   std::vector<CompletionScore> scores;
   EXPECT_TRUE(ScoreGroup({&in, 1}, Task::kExact, judge.get(), profile, &scores).ok());
   return scores.empty() ? CompletionScore{} : scores[0];
@@ -122,6 +123,25 @@ TEST(AstCorpus, LoopingCompletionsFireTheExpectedRule) {
   EXPECT_GE(by_rule["ngram"], 3);
   EXPECT_GE(by_rule["block"], 3);
   EXPECT_GE(by_rule["code_clone"], 3);
+}
+
+TEST(AstCorpus, TheSafetyNetMakesACompletionUnscorable) {
+  // A safety net of one microsecond fires on every completion the AST detector parses: the
+  // completion must then be BUDGET_EXCEEDED with no reward, not scored as if nothing looped.
+  int parsed = 0;
+  for (const auto& [name, text] : Files("looping")) {
+    SCOPED_TRACE(name);
+    const CompletionScore s = ScoreText(text + "\n</think>\nThe answer is 42.", 1);
+    if (!s.ast_parsed) continue;  // the n-gram rule fired first: nothing was parsed
+    ++parsed;
+    EXPECT_EQ(s.verdict, Verdict::kBudgetExceeded);
+    EXPECT_TRUE(s.unscorable());
+    EXPECT_EQ(s.total, 0.0);
+    EXPECT_FALSE(s.format_gated);
+    EXPECT_EQ(s.ast_skipped, ast::AstBudget::kTime);
+    EXPECT_NE(s.detail.find("wall-clock safety net"), std::string::npos) << s.detail;
+  }
+  EXPECT_EQ(parsed, 10) << "files 01-10 loop in ways only the AST rules catch";
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "scorers/ast/grammars.h"
 
 #include <string>
-#include <thread>
 
 #include "gtest/gtest.h"
 #include "tree_sitter/api.h"
@@ -29,10 +28,8 @@ TEST(Grammars, EveryGrammarLoadsIntoTheRuntime) {
     // The pins are ABI 14, the newest Debian's runtime loads.
     EXPECT_EQ(ts_language_version(language), 14u);
     EXPECT_GE(ts_language_version(language), TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION);
-    TSParser* parser = ThreadParser(c.grammar);
-    ASSERT_NE(parser, nullptr);
-    EXPECT_EQ(ThreadParser(c.grammar), parser);  // reused
-    EXPECT_EQ(ts_parser_language(parser), language);
+    TSParser* parser = ts_parser_new();
+    ASSERT_TRUE(ts_parser_set_language(parser, language));
     TSTree* tree = ts_parser_parse_string(parser, nullptr, c.source,
                                           static_cast<uint32_t>(std::string(c.source).size()));
     ASSERT_NE(tree, nullptr);
@@ -40,15 +37,8 @@ TEST(Grammars, EveryGrammarLoadsIntoTheRuntime) {
     EXPECT_STREQ(ts_node_type(root), c.root);
     EXPECT_FALSE(ts_node_has_error(root));
     ts_tree_delete(tree);
+    ts_parser_delete(parser);
   }
-}
-
-TEST(Grammars, ParsersAreNotSharedBetweenThreads) {
-  TSParser* mine = ThreadParser(Grammar::kPython);
-  TSParser* theirs = nullptr;
-  std::thread([&] { theirs = ThreadParser(Grammar::kPython); }).join();
-  EXPECT_NE(theirs, nullptr);
-  EXPECT_NE(theirs, mine);
 }
 
 TEST(Grammars, InfoStrings) {
