@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything and runs every test (ctest) in three builds, the
 # README's test command and what CI runs (.ci/run):
-#   build/       the product: GCC, the CUDA module when nvcc is there (its GPU tests skip without a
-#                device), the container image and the Helm chart;
-#   build-asan/  clang with AddressSanitizer + UndefinedBehaviorSanitizer (leaks included), CUDA
+#   build/       the product: GCC at CMAKE_BUILD_TYPE=Release (-O3), the CUDA module when nvcc is
+#                there (its GPU tests skip without a device), the container image, the Helm chart
+#                and the README's run command in a fresh Debian root;
+#   build-asan/  clang (RelWithDebInfo, the default) with AddressSanitizer +
+#                UndefinedBehaviorSanitizer (leaks included), CUDA
 #                off (the server must build, start and serve without it), and the libFuzzer
 #                targets, each run for RLSCORE_FUZZ_SECONDS (20) from its seed corpus;
 #   build-tsan/  clang with ThreadSanitizer (docs/RELIABILITY.md "Sanitizers": tests/tsan.supp,
@@ -14,7 +16,7 @@ cd "$(dirname "$0")/.."
 jobs=${RLSCORE_JOBS:-2}
 bash scripts/setup.sh --test-tools
 
-bash scripts/build.sh build
+bash scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
 ctest --test-dir build --output-on-failure --timeout 300 -j "$jobs" "$@"
 
 sanitized=(-DRLSCORE_WITH_CUDA=OFF -DRLSCORE_BUILD_BENCH=OFF -DRLSCORE_DEPLOY_TESTS=OFF)

@@ -457,7 +457,7 @@ TEST(Accuracy, PathologicalInputsTerminate) {
       {kNum, {"1"}, repeat("\\boxed{", kMiB), kNo, "", "unterminated \\boxed{"},
       {kMc, {"A"}, repeat("\\boxed{", kMiB), kNo, "", "unterminated"},
       {kEx, {"a"}, repeat("\\boxed{", kMiB), kNo, "", "unterminated"},
-      {kNum, {"1"}, "\\boxed{" + repeat("{", kMiB), kNo, "", "unterminated"},
+      {kNum, {"1"}, absl::StrCat("\\boxed{", repeat("{", kMiB)), kNo, "", "unterminated"},
       {kNum, {"1"}, repeat("\\boxed{}", kMiB), kNo, "", "empty"},
       {kNum, {"1"}, repeat("\\boxed{1}", kMiB), kC, "1"},
       {kNum, {"1"}, repeat("\\fbox", kMiB), kNo, ""},
@@ -479,12 +479,12 @@ TEST(Accuracy, PathologicalInputsTerminate) {
   const std::vector<Case> long_answers = {
       {kNum, {"7"}, digits, kW, ""},
       {kNum, {"7"}, "\\boxed{" + digits + "}", kW, ""},
-      {kNum, {"1000"}, "1" + repeat(",000", kMiB), kW, ""},
+      {kNum, {"1000"}, absl::StrCat("1", repeat(",000", kMiB)), kW, ""},
       {kNum, {"7"}, "The answer is " + digits, kW, ""},
       {kNum, {"7"}, "<answer>" + digits + "</answer>", kW, ""},
       {kEx, {"a"}, repeat("a ", kMiB), kW, ""},
-      {kMc, {"A"}, "\\boxed{" + repeat("A", kMiB) + "}", kW, ""},
-      {kNum, {"1"}, repeat("\\boxed{", 1000) + "1" + repeat("}", 1000), kW, ""},
+      {kMc, {"A"}, absl::StrCat("\\boxed{", repeat("A", kMiB), "}"), kW, ""},
+      {kNum, {"1"}, absl::StrCat(repeat("\\boxed{", 1000), "1", repeat("}", 1000)), kW, ""},
   };
   for (size_t i = 0; i < long_answers.size(); ++i) {
     const Case& c = long_answers[i];
@@ -499,9 +499,9 @@ TEST(Accuracy, PathologicalInputsTerminate) {
   RunCases({
       {kNum,
        {"1"},
-       repeat("\\boxed{", 7 * 100) + "1" + repeat("}", 100),
+       absl::StrCat(repeat("\\boxed{", 7 * 100), "1", repeat("}", 100)),
        kC,
-       repeat("\\boxed{", 7 * 99) + "1" + repeat("}", 99)},
+       absl::StrCat(repeat("\\boxed{", 7 * 99), "1", repeat("}", 99))},
   });
 }
 
@@ -509,13 +509,13 @@ TEST(Accuracy, PathologicalInputsTerminate) {
 TEST(Accuracy, PowersOfTenAreExact) {
   for (int k = 0; k <= 60; ++k) {
     SCOPED_TRACE(k);
-    const std::string plain = "1" + std::string(static_cast<size_t>(k), '0');
+    const std::string plain = absl::StrCat("1", std::string(static_cast<size_t>(k), '0'));
     std::string grouped = "1";
     for (int g = 0; g < k % 3; ++g) grouped += '0';
     for (int g = 0; g < k / 3; ++g) grouped += ",000";
     const std::string nines(static_cast<size_t>(k == 0 ? 1 : k), '9');
     const std::string tenth =
-        k == 0 ? "1" : "0." + std::string(static_cast<size_t>(k - 1), '0') + "1";
+        k == 0 ? "1" : absl::StrCat("0.", std::string(static_cast<size_t>(k - 1), '0'), "1");
     const std::vector<std::string> ref = {plain};
     EXPECT_EQ(GradeOne(kNum, ref, "\\boxed{" + plain + "}").verdict, kC);
     EXPECT_EQ(GradeOne(kNum, ref, "\\boxed{" + grouped + "}").verdict, kC) << grouped;

@@ -7,6 +7,8 @@
 #include <random>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+
 namespace rlscore::service {
 namespace {
 
@@ -81,7 +83,7 @@ TEST(ScoreAggregator, DoesNotDependOnTheOrderOfCompletions) {
   std::vector<std::pair<std::string, v1::CompletionResult>> items;
   for (int i = 0; i < 500; ++i) {
     const v1::Verdict verdict = static_cast<v1::Verdict>(1 + rng() % 5);
-    items.emplace_back(rng() % 10 == 0 ? "" : "p" + std::to_string(rng() % 60),
+    items.emplace_back(rng() % 10 == 0 ? "" : absl::StrCat("p", rng() % 60),
                        Result(verdict, static_cast<uint32_t>(rng() % 9000), rng() % 2 == 0,
                               rng() % 5 == 0, rng() % 7 == 0));
   }

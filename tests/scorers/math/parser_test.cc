@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scorers/math/expr.h"
@@ -538,10 +539,10 @@ TEST(ParserLimits, LongFlatChainsStopOnTreeHeightOrNodes) {
   ParseLimits limits;
   limits.max_bytes = 1 << 20;
   // a/b/c/... nests without recursion: the tree height is what is capped.
-  absl::StatusOr<Expr> e = Parse("1" + Repeat("/2", 5000), limits);
+  absl::StatusOr<Expr> e = Parse(absl::StrCat("1", Repeat("/2", 5000)), limits);
   ASSERT_EQ(e.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(e.status().message()), HasSubstr("tree deeper than max_depth"));
-  e = Parse("1" + Repeat("+1", 5000), limits);
+  e = Parse(absl::StrCat("1", Repeat("+1", 5000)), limits);
   ASSERT_EQ(e.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(e.status().message()), HasSubstr("max_nodes"));
   e = Parse(Repeat("x^", 5000) + "2", limits);
