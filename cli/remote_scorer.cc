@@ -2,10 +2,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
+#include <random>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "cli/batch_scorer.h"
 #include "rlscore/v1/scoring_service.grpc.pb.h"
+#include "service/admission.h"
 
 namespace rlscore::cli {
 namespace {
@@ -17,6 +20,29 @@ std::chrono::system_clock::time_point DeadlineAfter(absl::Duration timeout) {
   return std::chrono::system_clock::now() + absl::ToChronoMilliseconds(timeout);
 }
 
+// Retries: attempt k (0-based) waits min(kMaxBackoff, kBackoff * 2^k) with "equal jitter" (half
+// of it, plus a uniform share of the other half), never past the batch's deadline.
+constexpr int kRetries = 8;
+constexpr absl::Duration kBackoff = absl::Milliseconds(100);
+constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
+
+absl::Duration BackoffDelay(int retry) {
+  thread_local std::mt19937 random{std::random_device{}()};
+  const absl::Duration cap = std::min(kMaxBackoff, kBackoff * (int64_t{1} << std::min(retry, 20)));
+  return cap / 2 + cap / 2 * std::uniform_real_distribution<double>(0.0, 1.0)(random);
+}
+
+// UNAVAILABLE (a restart, a server draining), or a busy server's refusal: RESOURCE_EXHAUSTED with
+// the trailer that marks it retryable (service/admission.h). A limit the request itself exceeds
+// is final.
+bool Retryable(const grpc::Status& status, const grpc::ClientContext& context) {
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) return true;
+  if (status.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) return false;
+  const auto& trailers = context.GetServerTrailingMetadata();
+  return trailers.find(grpc::string_ref(service::kRetryableTrailer.data(),
+                                        service::kRetryableTrailer.size())) != trailers.end();
+}
+
 class RemoteScorer final : public BatchScorer {
  public:
   RemoteScorer(std::string address, absl::Duration timeout, std::shared_ptr<grpc::Channel> channel)
@@ -25,16 +51,28 @@ class RemoteScorer final : public BatchScorer {
         channel_(std::move(channel)),
         stub_(v1::ScoringService::NewStub(channel_)) {}
 
+  // One batch, retried with backoff while the server is busy or unavailable, within one
+  // deadline.
   absl::Status Score(const v1::ScoreRequest& request, v1::ScoreResponse* response) override {
-    grpc::ClientContext context;
-    context.set_deadline(DeadlineAfter(timeout_));
-    response->Clear();
-    const grpc::Status status = stub_->Score(&context, request, response);
-    if (!status.ok()) {
-      return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                          absl::StrCat(status.error_message(), " (server ", address_, ")"));
+    const auto deadline = DeadlineAfter(timeout_);
+    for (int attempt = 1;; ++attempt) {
+      grpc::ClientContext context;
+      context.set_deadline(deadline);
+      response->Clear();
+      const grpc::Status status = stub_->Score(&context, request, response);
+      if (status.ok()) return absl::OkStatus();
+      if (Retryable(status, context) && attempt <= kRetries) {
+        const absl::Duration delay = BackoffDelay(attempt - 1);
+        if (std::chrono::system_clock::now() + absl::ToChronoMilliseconds(delay) < deadline) {
+          std::this_thread::sleep_for(absl::ToChronoMilliseconds(delay));
+          continue;
+        }
+      }
+      return absl::Status(
+          static_cast<absl::StatusCode>(status.error_code()),
+          absl::StrCat(status.error_message(), " (server ", address_,
+                       attempt > 1 ? absl::StrCat(", ", attempt, " attempts") : "", ")"));
     }
-    return absl::OkStatus();
   }
 
   std::string Describe() const override { return absl::StrCat("server ", address_); }

@@ -72,6 +72,10 @@ FlagSet MakeServeFlags(ServeFlags* f) {
       {"max-completions-per-request", "N",
        "most completions in one ScoreGroups (or items in one Score) request (default 262144)",
        [&o](std::string_view v) { return ParseUint32(v, &o.limits.max_completions_per_request); }});
+  flags.Add({"memory-budget-bytes", "N",
+             "memory the calls being handled may hold at once; a call that would exceed it is "
+             "refused at once, retryably (default 2147483648)",
+             [&o](std::string_view v) { return ParseUint64(v, &o.limits.memory_budget_bytes); }});
   flags.Add({"drain-timeout-secs", "N",
              "on SIGTERM, how long in-flight calls may finish before they are cancelled "
              "(default 30)",

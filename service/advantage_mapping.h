@@ -14,6 +14,7 @@
 #pragma once
 
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -49,5 +50,41 @@ std::span<double> PrepareAdvantages(size_t n, google::protobuf::RepeatedField<do
 
 void FillGroupStatistics(std::span<const advantage::GroupStats> groups, v1::GroupStatistics* out);
 void FillBatchSummary(const advantage::BatchSummary& summary, v1::BatchSummary* out);
+
+// A ComputeAdvantagesResponse written straight in its wire form into one buffer, the advantages
+// computed in place: the answer is never held twice (as a message and as its bytes), which a
+// batch of tens of millions of rewards would feel. It parses as the message that
+// FillGroupStatistics and FillBatchSummary build (tests/service/advantage_mapping_test.cc).
+//
+//   AdvantagesAnswer answer(rewards.size(), groups.size());
+//   char* storage = Allocate(answer.capacity());
+//   std::span<double> advantages = answer.Start(storage);   // 8-byte aligned
+//   ... advantage::Compute(batch, options, advantages, groups, &summary) ...
+//   std::string_view wire = answer.Finish(groups, summary, "cpu");   // inside storage
+//
+// Not thread-safe; one per answer.
+class AdvantagesAnswer {
+ public:
+  AdvantagesAnswer(size_t rewards, size_t groups);
+
+  // Bytes to allocate: the largest encoding, plus room to align the advantages.
+  size_t capacity() const { return capacity_; }
+
+  // Lays the answer out at the start of `storage` (capacity() bytes, which must outlive the
+  // answer) and returns where the advantages go.
+  std::span<double> Start(char* storage);
+
+  // Writes the group statistics, the summary and the backend after the advantages and returns
+  // the whole encoding. REQUIRES: Start() was called; groups.size() is the count given above.
+  std::string_view Finish(std::span<const advantage::GroupStats> groups,
+                          const advantage::BatchSummary& summary, std::string_view backend);
+
+ private:
+  size_t rewards_;
+  size_t groups_;
+  size_t capacity_;
+  char* begin_ = nullptr;  // the encoding's first byte
+  size_t header_ = 0;      // bytes before the first advantage
+};
 
 }  // namespace rlscore::service

@@ -183,6 +183,9 @@ absl::Status Apply(const config::v1::ServerConfig& file, ServerOptions* options)
     options->limits.max_concurrent_calls = limits.max_concurrent_calls();
   }
   if (limits.has_max_streams()) options->limits.max_streams = limits.max_streams();
+  if (limits.has_memory_budget_bytes()) {
+    options->limits.memory_budget_bytes = limits.memory_budget_bytes();
+  }
   if (file.has_tls()) {
     const config::v1::Tls& tls = file.tls();
     if (tls.has_cert_file()) options->tls.cert_file = tls.cert_file();
@@ -277,6 +280,7 @@ absl::Status ValidateServerOptions(const ServerOptions& options) {
       {"max_reference_bytes", limits.max_reference_bytes},
       {"max_concurrent_calls", limits.max_concurrent_calls},
       {"max_streams", limits.max_streams},
+      {"memory_budget_bytes", limits.memory_budget_bytes},
   };
   for (const auto& [name, value] : at_least_one) {
     if (value == 0) {
@@ -376,6 +380,7 @@ config::v1::ServerConfig ToConfigProto(const ServerOptions& options) {
   limits->set_max_reference_bytes(options.limits.max_reference_bytes);
   limits->set_max_concurrent_calls(options.limits.max_concurrent_calls);
   limits->set_max_streams(options.limits.max_streams);
+  limits->set_memory_budget_bytes(options.limits.memory_budget_bytes);
   if (options.tls.enabled()) {
     config::v1::Tls* tls = file.mutable_tls();
     tls->set_cert_file(options.tls.cert_file);

@@ -44,6 +44,12 @@ struct Limits {
   // memory).
   uint32_t max_concurrent_calls = 256;
   uint32_t max_streams = 1024;
+  // Memory admission (admission.h): what the unary calls being handled may hold at once, each
+  // charged the peak its request implies (request_cost.h: the request, its parsed form, the
+  // answer); a call that would exceed it is refused RESOURCE_EXHAUSTED at once, retryably. Fits
+  // a sidecar with a few GiB of memory; the largest message's ComputeAdvantages (512 MiB) needs
+  // about 1.4 GiB.
+  uint64_t memory_budget_bytes = 2ull << 30;
 };
 
 struct ServerOptions {

@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/strings.h"
 #include "service/http_rewards.h"
+#include "service/request_cost.h"
 
 namespace rlscore::service {
 namespace {
@@ -45,10 +46,13 @@ int HttpStatusOf(absl::StatusCode code) {
   }
 }
 
-void Reply(mg_connection* conn, int status, std::string_view content_type, std::string_view body) {
+// A busy server's refusal (admission.h) is 503 with Retry-After, which HTTP clients retry.
+void Reply(mg_connection* conn, int status, std::string_view content_type, std::string_view body,
+           bool retryable = false) {
   mg_response_header_start(conn, status);
   mg_response_header_add(conn, "Content-Type", std::string(content_type).c_str(), -1);
   mg_response_header_add(conn, "Content-Length", absl::StrCat(body.size()).c_str(), -1);
+  if (retryable) mg_response_header_add(conn, "Retry-After", "1", -1);
   mg_response_header_send(conn);
   mg_write(conn, body.data(), body.size());
 }
@@ -99,9 +103,11 @@ absl::StatusOr<std::string> QueryParameter(const mg_request_info* info, const ch
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
-    const ServerOptions& options, const ScoringContext& collaborators, WorkerPool* calls) {
+    const ServerOptions& options, const ScoringContext& collaborators, WorkerPool* calls,
+    MemoryBudget* memory) {
   std::unique_ptr<HttpListener> listener(new HttpListener(options));
   listener->calls_ = calls;
+  listener->memory_ = memory;
   listener->context_ = collaborators;
   listener->context_.limits = &listener->options_.limits;
   listener->context_.profiles = &listener->options_.profiles;
@@ -186,6 +192,20 @@ int HttpListener::Serve(mg_connection* conn, Protocol protocol) {
   for (const absl::Status& s : {profile.status(), run_id.status(), step.status(), body.status()}) {
     if (status.ok()) status = s;
   }
+  // Admitted by memory as gRPC calls are (the same budget), once its size is known.
+  absl::StatusOr<MemoryBudget::Grant> grant = MemoryBudget::Grant();
+  if (status.ok()) {
+    grant = memory_->Admit(JsonPeakBytes(*body));
+    if (!grant.ok()) {
+      status = grant.status();
+      if (context_.metrics != nullptr) {
+        context_.metrics->RecordAdmissionRefusal(RetryableLimit(status).has_value());
+      }
+      *body = std::string();
+    } else if (context_.metrics != nullptr) {
+      context_.metrics->SetMemoryInUse(memory_->in_use());
+    }
+  }
   if (status.ok()) {
     // The work runs on the call pool, as gRPC calls do: a full stack and the same threads.
     auto done = std::make_shared<std::promise<absl::Status>>();
@@ -196,7 +216,7 @@ int HttpListener::Serve(mg_connection* conn, Protocol protocol) {
     status = result.get();
   }
 
-  const int http_status = HttpStatusOf(status.code());
+  const int http_status = RetryableLimit(status).has_value() ? 503 : HttpStatusOf(status.code());
   const std::string reply =
       !status.ok() ? ErrorReply(std::string_view(status.message().data(), status.message().size()))
       : protocol == Protocol::kOpenRlhf ? OpenRlhfReply(response)
@@ -205,7 +225,7 @@ int HttpListener::Serve(mg_connection* conn, Protocol protocol) {
   if (context_.metrics != nullptr) {
     context_.metrics->CallFinished(method, status.code(), absl::Now() - start);
   }
-  Reply(conn, http_status, "application/json", reply);
+  Reply(conn, http_status, "application/json", reply, RetryableLimit(status).has_value());
   return http_status;
 }
 

@@ -27,6 +27,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "service/admission.h"
 #include "service/config.h"
 #include "service/scoring_engine.h"
 #include "service/worker_pool.h"
@@ -40,12 +41,14 @@ namespace rlscore::service {
 class HttpListener {
  public:
   // Listens on options.http_address (host:port; port 0 picks one). `collaborators` supplies the
-  // accuracy scorer, advantage backend, pool, metrics, telemetry and clock, and `calls` runs the
-  // requests' work; all must outlive the listener. Limits, profiles and health thresholds come
+  // accuracy scorer, advantage backend, pool, metrics, telemetry and clock, `calls` runs the
+  // requests' work, and `memory` admits them (admission.h: a body is charged JsonPeakBytes once
+  // read); all must outlive the listener. Limits, profiles and health thresholds come
   // from `options`. UNAVAILABLE naming the address when it cannot be bound.
   static absl::StatusOr<std::unique_ptr<HttpListener>> Start(const ServerOptions& options,
                                                              const ScoringContext& collaborators,
-                                                             WorkerPool* calls);
+                                                             WorkerPool* calls,
+                                                             MemoryBudget* memory);
   ~HttpListener();
   HttpListener(const HttpListener&) = delete;
   HttpListener& operator=(const HttpListener&) = delete;
@@ -73,6 +76,7 @@ class HttpListener {
   const ServerOptions options_;
   ScoringContext context_{};
   WorkerPool* calls_ = nullptr;
+  MemoryBudget* memory_ = nullptr;
   std::mutex steps_mu_;
   absl::flat_hash_map<std::string, int64_t> next_step_;  // guarded by steps_mu_
   uint64_t prompts_not_found_ = 0;                       // guarded by steps_mu_

@@ -124,6 +124,24 @@ Metrics::Metrics() : registry_(std::make_shared<prometheus::Registry>()) {
                         .Register(*registry_);
   gpu_fallbacks_ = {&fallbacks.Add({{"reason", "unavailable"}}),
                     &fallbacks.Add({{"reason", "error"}})};
+  memory_budget_ = &prometheus::BuildGauge()
+                        .Name("rlscore_memory_budget_bytes")
+                        .Help("The memory admission budget (limits.memory_budget_bytes)")
+                        .Register(*registry_)
+                        .Add({});
+  memory_in_use_ = &prometheus::BuildGauge()
+                        .Name("rlscore_memory_in_use_bytes")
+                        .Help("Memory charged to the calls being handled, of the budget")
+                        .Register(*registry_)
+                        .Add({});
+  auto& refusals = prometheus::BuildCounter()
+                       .Name("rlscore_admission_refusals_total")
+                       .Help(
+                           "Calls refused by memory admission: retryable (the budget was held by "
+                           "other calls) or not (the call alone is larger than the budget)")
+                       .Register(*registry_);
+  admission_refusals_ = {&refusals.Add({{"retryable", "false"}}),
+                         &refusals.Add({{"retryable", "true"}})};
   prompt_not_found_ =
       &prometheus::BuildCounter()
            .Name("rlscore_http_prompt_not_found_total")
@@ -268,6 +286,14 @@ void Metrics::RecordAdvantageBackend(std::string_view backend) {
 
 void Metrics::RecordGpuFallback(std::string_view reason) {
   gpu_fallbacks_[reason == "error" ? 1 : 0]->Increment();
+}
+
+void Metrics::SetMemoryBudget(uint64_t bytes) { memory_budget_->Set(static_cast<double>(bytes)); }
+
+void Metrics::SetMemoryInUse(uint64_t bytes) { memory_in_use_->Set(static_cast<double>(bytes)); }
+
+void Metrics::RecordAdmissionRefusal(bool retryable) {
+  admission_refusals_[retryable ? 1 : 0]->Increment();
 }
 
 void Metrics::RecordPromptNotFound(uint64_t count) {

@@ -46,6 +46,9 @@
 //                                                  (the pattern the incident exploited)
 //   rlscore_format_ungated_total                   format reward paid to a wrong answer because a
 //                                                  profile opted out of the gate
+//   rlscore_memory_budget_bytes                    the memory admission budget
+//   rlscore_memory_in_use_bytes                    what the calls being handled are charged now
+//   rlscore_admission_refusals_total{retryable}    calls refused by memory admission
 #pragma once
 
 #include <array>
@@ -108,6 +111,11 @@ class Metrics {
   void RecordGpuFallback(std::string_view reason);
   void RecordCompletion(const scorers::CompletionScore& score);
   void RecordGenerationStop(scorers::StopReason reason);
+  // Memory admission (admission.h): the budget, what the calls being handled are charged now,
+  // and a call refused.
+  void SetMemoryBudget(uint64_t bytes);
+  void SetMemoryInUse(uint64_t bytes);
+  void RecordAdmissionRefusal(bool retryable);
   // OpenRLHF queries in which the HTTP listener did not find the sample's prompt, so the whole
   // query was scored (service/http_rewards.h).
   void RecordPromptNotFound(uint64_t count);
@@ -141,6 +149,9 @@ class Metrics {
   prometheus::Counter* tokens_estimated_;
   prometheus::Counter* format_gated_;
   prometheus::Counter* format_ungated_;
+  prometheus::Gauge* memory_budget_;
+  prometheus::Gauge* memory_in_use_;
+  std::array<prometheus::Counter*, 2> admission_refusals_{};  // not retryable, retryable
   prometheus::Counter* prompt_not_found_;
   std::array<prometheus::Counter*, 2> generation_stops_{};  // by scorers::StopReason
   prometheus::Family<prometheus::Gauge>* run_level_;

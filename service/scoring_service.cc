@@ -1,5 +1,8 @@
 #include "service/scoring_service.h"
 
+#include <grpc/slice.h>
+#include <malloc.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,6 +19,7 @@
 #include "service/advantage_mapping.h"
 #include "service/grpc_status.h"
 #include "service/protobuf_log.h"
+#include "service/request_cost.h"
 #include "service/run_health.h"
 
 namespace rlscore::service {
@@ -91,6 +95,108 @@ absl::Status ParseWire(const grpc::ByteBuffer& in, std::string_view what, Messag
                             : reason.text()));
 }
 
+// A unary request's bytes as a protobuf input stream that frees each slice once the parse has
+// moved past it, so that the request's bytes and its parsed form are not both held whole.
+// protobuf backs up only within the buffer Next() returned last.
+class ReleasingSliceStream final : public google::protobuf::io::ZeroCopyInputStream {
+ public:
+  explicit ReleasingSliceStream(std::vector<grpc::Slice> slices) : slices_(std::move(slices)) {}
+
+  bool Next(const void** data, int* size) override {
+    if (backed_up_ > 0) {
+      const grpc::Slice& s = slices_[next_ - 1];
+      *data = s.begin() + (s.size() - backed_up_);
+      *size = static_cast<int>(backed_up_);
+      count_ += backed_up_;
+      backed_up_ = 0;
+      return true;
+    }
+    if (next_ > 0) slices_[next_ - 1] = grpc::Slice();  // the parse is past it
+    while (next_ < slices_.size() && slices_[next_].size() == 0) ++next_;
+    if (next_ == slices_.size()) return false;
+    const grpc::Slice& s = slices_[next_++];
+    *data = s.begin();
+    *size = static_cast<int>(s.size());
+    count_ += s.size();
+    return true;
+  }
+  void BackUp(int count) override {
+    backed_up_ = static_cast<size_t>(count);
+    count_ -= backed_up_;
+  }
+  bool Skip(int count) override {
+    const void* data;
+    int size;
+    while (count > 0) {
+      if (!Next(&data, &size)) return false;
+      if (size > count) {
+        BackUp(size - count);
+        return true;
+      }
+      count -= size;
+    }
+    return true;
+  }
+  int64_t ByteCount() const override { return static_cast<int64_t>(count_); }
+
+ private:
+  std::vector<grpc::Slice> slices_;
+  size_t next_ = 0;       // the slice Next() returns next
+  size_t backed_up_ = 0;  // bytes at the end of slice next_ - 1 to return again
+  size_t count_ = 0;
+};
+
+// Requests at least this large are given back to the system once parsed (malloc_trim costs a few
+// milliseconds: a walk over malloc's free lists).
+constexpr size_t kTrimAfterBytes = 16 << 20;
+
+// Parses a unary call's request into `message`, freeing its bytes as the parse consumes them:
+// gRPC would keep them until the call is done. INVALID_ARGUMENT as ParseWire.
+template <typename Message>
+absl::Status ParseRequest(const grpc::ByteBuffer* request, Message* message) {
+  const size_t bytes = request->Length();
+  std::vector<grpc::Slice> slices;
+  if (!request->Dump(&slices).ok()) {
+    return absl::InternalError("cannot read the request's bytes");
+  }
+  // Ours now: gRPC destroys the request after the call, and a cleared one holds nothing.
+  const_cast<grpc::ByteBuffer*>(request)->Clear();
+  bool parsed;
+  ProtobufLogCapture reason;
+  {
+    ReleasingSliceStream stream(std::move(slices));
+    parsed = message->ParseFromZeroCopyStream(&stream);
+  }
+  // The transport read the request in small slices, which malloc keeps resident once freed:
+  // a large request's bytes go back to the system before its answer is allocated.
+  if (bytes >= kTrimAfterBytes) malloc_trim(0);
+  if (parsed) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the request (", bytes, " bytes) is not a valid ", Message::descriptor()->full_name(), ": ",
+      reason.text().empty() ? "the bytes are truncated, or not that message's protobuf encoding"
+                            : reason.text()));
+}
+
+// Frees a refused call's request now (gRPC would keep it until the call is done), and gives a
+// large one back to the system.
+void DiscardRequest(const grpc::ByteBuffer& request) {
+  const size_t bytes = request.Length();
+  const_cast<grpc::ByteBuffer&>(request).Clear();
+  if (bytes >= kTrimAfterBytes) malloc_trim(0);
+}
+
+// What handling `request` will hold at its peak (request_cost.h), read from its bytes.
+uint64_t RequestPeakBytes(Method method, const grpc::ByteBuffer& request) {
+  std::vector<grpc::Slice> slices;
+  if (!request.Dump(&slices).ok()) return 2 * request.Length();
+  std::vector<std::string_view> pieces;
+  pieces.reserve(slices.size());
+  for (const grpc::Slice& s : slices) {
+    pieces.emplace_back(reinterpret_cast<const char*>(s.begin()), s.size());
+  }
+  return PeakBytes(method, pieces);
+}
+
 template <typename Message>
 absl::Status SerializeWire(const Message& message, grpc::ByteBuffer* out) {
   bool own_buffer = false;
@@ -105,9 +211,9 @@ absl::Status SerializeWire(const Message& message, grpc::ByteBuffer* out) {
 
 // Parses `in` as a `Request`, answers it with `handle`, and serialises the answer into `out`.
 template <typename Request, typename Response, typename Handle>
-absl::Status HandleRaw(const grpc::ByteBuffer& in, grpc::ByteBuffer* out, Handle&& handle) {
+absl::Status HandleRaw(const grpc::ByteBuffer* in, grpc::ByteBuffer* out, Handle&& handle) {
   Request request;
-  RLSCORE_RETURN_IF_ERROR(ParseWire(in, "the request", &request));
+  RLSCORE_RETURN_IF_ERROR(ParseRequest(in, &request));
   Response response;
   RLSCORE_RETURN_IF_ERROR(handle(request, &response));
   return SerializeWire(response, out);
@@ -288,8 +394,9 @@ class MonitorStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
 ScoringService::ScoringService(const ServerOptions& options, advantage::Backend* backend,
                                Metrics* metrics, const Clock* clock,
                                const scorers::AccuracyScorer* accuracy, WorkerPool* pool,
-                               RunTelemetry* telemetry, WorkerPool* calls)
+                               RunTelemetry* telemetry, WorkerPool* calls, MemoryBudget* memory)
     : options_(options),
+      memory_(*memory),
       backend_(backend),
       metrics_(metrics),
       clock_(clock),
@@ -315,12 +422,15 @@ ScoringContext ScoringService::WithCall(grpc::CallbackServerContext* context) co
 }
 
 grpc::ServerUnaryReactor* ScoringService::Offload(Method method,
+                                                  grpc::CallbackServerContext* context,
+                                                  const grpc::ByteBuffer& request,
                                                   std::function<absl::Status()> work) {
   const absl::Time start = absl::Now();
   metrics_->CallStarted(method);
   if (draining_) {
     ++refused_while_draining_;
-    return Finish(method, start, DrainingStatus());
+    DiscardRequest(request);
+    return Finish(method, context, start, DrainingStatus());
   }
   const int limit = static_cast<int>(options_.limits.max_concurrent_calls);
   int taken = 0;
@@ -333,13 +443,28 @@ grpc::ServerUnaryReactor* ScoringService::Offload(Method method,
     }
   }
   if (taken >= limit) {
-    // Refused before it is queued: the request is freed as soon as gRPC has the answer.
-    return Finish(method, start,
-                  absl::ResourceExhaustedError(absl::StrCat(
-                      taken, " calls are being handled, queued or sending their answers, the ",
-                      "limit max_concurrent_calls; retry later")));
+    // Refused before it is queued.
+    DiscardRequest(request);
+    return Finish(method, context, start,
+                  MarkRetryable(absl::ResourceExhaustedError(absl::StrCat(
+                                    taken, " calls are being handled, queued or sending their ",
+                                    "answers, the limit max_concurrent_calls; retry later")),
+                                "max_concurrent_calls"));
   }
-  grpc::ServerUnaryReactor* reactor = NewReactor(/*holds_place=*/true);
+  // Admitted by memory too before any work: charged its peak until its answer is written out.
+  absl::StatusOr<MemoryBudget::Grant> grant = memory_.Admit(RequestPeakBytes(method, request));
+  if (!grant.ok()) {
+    metrics_->RecordAdmissionRefusal(RetryableLimit(grant.status()).has_value());
+    {
+      std::lock_guard<std::mutex> lock(calls_mu_);
+      --calls_taken_;
+      if (--calls_in_flight_ == 0) calls_done_.notify_all();
+    }
+    DiscardRequest(request);
+    return Finish(method, context, start, grant.status());
+  }
+  metrics_->SetMemoryInUse(memory_.in_use());
+  grpc::ServerUnaryReactor* reactor = NewReactor(/*holds_place=*/true, *std::move(grant));
   calls_->Submit([this, method, start, reactor, work = std::move(work)] {
     absl::Status status;
     try {
@@ -367,13 +492,16 @@ bool ScoringService::WaitForAnswers(absl::Time deadline) {
                                 [this] { return calls_in_flight_ == 0 && answers_open_ == 0; });
 }
 
-grpc::ServerUnaryReactor* ScoringService::NewReactor(bool holds_place) {
+grpc::ServerUnaryReactor* ScoringService::NewReactor(bool holds_place, MemoryBudget::Grant grant) {
   // gRPC calls OnDone once it is done with the call, its answer written or the call cancelled.
   class Reactor : public grpc::ServerUnaryReactor {
    public:
-    Reactor(ScoringService* service, bool holds_place)
-        : service_(service), holds_place_(holds_place) {}
+    Reactor(ScoringService* service, bool holds_place, MemoryBudget::Grant grant)
+        : service_(service), holds_place_(holds_place), grant_(std::move(grant)) {}
     void OnDone() override {
+      const bool charged = grant_.bytes() != 0;
+      grant_ = MemoryBudget::Grant();  // the answer is written out: its memory is free
+      if (charged) service_->metrics_->SetMemoryInUse(service_->memory_.in_use());
       {
         std::lock_guard<std::mutex> lock(service_->calls_mu_);
         if (holds_place_) --service_->calls_taken_;
@@ -385,16 +513,21 @@ grpc::ServerUnaryReactor* ScoringService::NewReactor(bool holds_place) {
    private:
     ScoringService* const service_;
     const bool holds_place_;
+    MemoryBudget::Grant grant_;
   };
   std::lock_guard<std::mutex> lock(calls_mu_);
   ++answers_open_;
-  return new Reactor(this, holds_place);
+  return new Reactor(this, holds_place, std::move(grant));
 }
 
-grpc::ServerUnaryReactor* ScoringService::Finish(Method method, absl::Time start,
-                                                 const absl::Status& status) {
+grpc::ServerUnaryReactor* ScoringService::Finish(Method method,
+                                                 grpc::CallbackServerContext* context,
+                                                 absl::Time start, const absl::Status& status) {
   metrics_->CallFinished(method, status.code(), absl::Now() - start);
-  grpc::ServerUnaryReactor* reactor = NewReactor(/*holds_place=*/false);
+  if (const std::optional<std::string> limit = RetryableLimit(status); limit.has_value()) {
+    context->AddTrailingMetadata(std::string(kRetryableTrailer), *limit);
+  }
+  grpc::ServerUnaryReactor* reactor = NewReactor(/*holds_place=*/false, MemoryBudget::Grant());
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
@@ -402,10 +535,10 @@ grpc::ServerUnaryReactor* ScoringService::Finish(Method method, absl::Time start
 grpc::ServerUnaryReactor* ScoringService::ScoreGroups(grpc::CallbackServerContext* context,
                                                       const grpc::ByteBuffer* request,
                                                       grpc::ByteBuffer* response) {
-  return Offload(Method::kScoreGroups, [this, context, request, response] {
+  return Offload(Method::kScoreGroups, context, *request, [this, context, request, response] {
     RLSCORE_RETURN_IF_ERROR(CheckCallAlive(*context, *clock_, "before ScoreGroups started"));
     return HandleRaw<v1::ScoreGroupsRequest, v1::ScoreGroupsResponse>(
-        *request, response, [&](const v1::ScoreGroupsRequest& in, v1::ScoreGroupsResponse* out) {
+        request, response, [&](const v1::ScoreGroupsRequest& in, v1::ScoreGroupsResponse* out) {
           RLSCORE_RETURN_IF_ERROR(RunScoreGroups(WithCall(context), in, out));
           RLSCORE_RETURN_IF_ERROR(
               CheckCallAlive(*context, *clock_, "while completions were scored"));
@@ -417,10 +550,10 @@ grpc::ServerUnaryReactor* ScoringService::ScoreGroups(grpc::CallbackServerContex
 grpc::ServerUnaryReactor* ScoringService::Score(grpc::CallbackServerContext* context,
                                                 const grpc::ByteBuffer* request,
                                                 grpc::ByteBuffer* response) {
-  return Offload(Method::kScore, [this, context, request, response] {
+  return Offload(Method::kScore, context, *request, [this, context, request, response] {
     RLSCORE_RETURN_IF_ERROR(CheckCallAlive(*context, *clock_, "before Score started"));
     return HandleRaw<v1::ScoreRequest, v1::ScoreResponse>(
-        *request, response, [&](const v1::ScoreRequest& in, v1::ScoreResponse* out) {
+        request, response, [&](const v1::ScoreRequest& in, v1::ScoreResponse* out) {
           RLSCORE_RETURN_IF_ERROR(RunScore(WithCall(context), in, out));
           RLSCORE_RETURN_IF_ERROR(
               CheckCallAlive(*context, *clock_, "while completions were scored"));
@@ -436,17 +569,17 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ScoringService::Mon
   return stream;
 }
 
-grpc::ServerUnaryReactor* ScoringService::GetRunHealth(grpc::CallbackServerContext* /*context*/,
+grpc::ServerUnaryReactor* ScoringService::GetRunHealth(grpc::CallbackServerContext* context,
                                                        const grpc::ByteBuffer* request,
                                                        grpc::ByteBuffer* response) {
   // Cheap (at most max-runs windows of a few hundred batches): answered on gRPC's thread.
   const absl::Time start = absl::Now();
   metrics_->CallStarted(Method::kGetRunHealth);
   const absl::Status status = HandleRaw<v1::GetRunHealthRequest, v1::GetRunHealthResponse>(
-      *request, response, [&](const v1::GetRunHealthRequest& in, v1::GetRunHealthResponse* out) {
+      request, response, [&](const v1::GetRunHealthRequest& in, v1::GetRunHealthResponse* out) {
         return DoGetRunHealth(in, out);
       });
-  return Finish(Method::kGetRunHealth, start, status);
+  return Finish(Method::kGetRunHealth, context, start, status);
 }
 
 absl::Status ScoringService::DoGetRunHealth(const v1::GetRunHealthRequest& request,
@@ -474,36 +607,43 @@ absl::Status ScoringService::DoGetRunHealth(const v1::GetRunHealthRequest& reque
 grpc::ServerUnaryReactor* ScoringService::ComputeAdvantages(grpc::CallbackServerContext* context,
                                                             const grpc::ByteBuffer* request,
                                                             grpc::ByteBuffer* response) {
-  return Offload(Method::kComputeAdvantages, [this, context, request, response] {
-    return HandleRaw<v1::ComputeAdvantagesRequest, v1::ComputeAdvantagesResponse>(
-        *request, response,
-        [&](const v1::ComputeAdvantagesRequest& in, v1::ComputeAdvantagesResponse* out) {
-          return DoComputeAdvantages(*context, in, out);
-        });
+  return Offload(Method::kComputeAdvantages, context, *request, [this, context, request, response] {
+    RLSCORE_RETURN_IF_ERROR(CheckCallAlive(*context, *clock_, "before ComputeAdvantages started"));
+    v1::ComputeAdvantagesRequest parsed;
+    RLSCORE_RETURN_IF_ERROR(ParseRequest(request, &parsed));
+    return DoComputeAdvantages(*context, parsed, response);
   });
 }
 
 absl::Status ScoringService::DoComputeAdvantages(const grpc::CallbackServerContext& context,
                                                  const v1::ComputeAdvantagesRequest& request,
-                                                 v1::ComputeAdvantagesResponse* response) {
-  RLSCORE_RETURN_IF_ERROR(CheckCallAlive(context, *clock_, "before ComputeAdvantages started"));
+                                                 grpc::ByteBuffer* response) {
   AdvantageCall call;
   RLSCORE_RETURN_IF_ERROR(
       MapComputeAdvantagesRequest(request, options_.limits, options_.advantage, &call));
 
+  // The answer is written in its wire form, into the slice gRPC sends (advantage_mapping.h).
   std::vector<advantage::GroupStats> groups(call.batch.group_sizes.size());
+  AdvantagesAnswer answer(call.batch.rewards.size(), groups.size());
+  grpc::Slice storage(grpc_slice_malloc(answer.capacity()), grpc::Slice::STEAL_REF);
+  const std::span<double> advantages =
+      answer.Start(reinterpret_cast<char*>(const_cast<uint8_t*>(storage.begin())));
   advantage::BatchSummary summary;
-  const absl::StatusOr<std::string_view> served = backend_->Compute(
-      call.batch, call.options,
-      PrepareAdvantages(call.batch.rewards.size(), response->mutable_advantages()), groups,
-      &summary);
+  const absl::StatusOr<std::string_view> served =
+      backend_->Compute(call.batch, call.options, advantages, groups, &summary);
   if (!served.ok()) return served.status();
   RLSCORE_RETURN_IF_ERROR(CheckCallAlive(context, *clock_, "while advantages were computed"));
 
-  FillGroupStatistics(groups, response->mutable_groups());
-  FillBatchSummary(summary, response->mutable_summary());
-  response->set_backend(std::string(*served));
-  RLSCORE_RETURN_IF_ERROR(CheckResponseSize(*response, options_.limits));
+  const std::string_view wire = answer.Finish(groups, summary, *served);
+  if (wire.size() > options_.limits.max_message_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the response would be ", wire.size(), " bytes, over the limit max_message_bytes = ",
+        options_.limits.max_message_bytes, ": send fewer rewards per request"));
+  }
+  const size_t offset =
+      static_cast<size_t>(wire.data() - reinterpret_cast<const char*>(storage.begin()));
+  grpc::Slice sent = storage.sub(offset, offset + wire.size());
+  *response = grpc::ByteBuffer(&sent, 1);
   metrics_->RecordAdvantageBatch(summary);
   metrics_->RecordAdvantageBackend(*served);
   return absl::OkStatus();

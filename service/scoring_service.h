@@ -18,6 +18,7 @@
 #include "advantage/advantage.h"
 #include "common/clock.h"
 #include "rlscore/v1/scoring_service.grpc.pb.h"
+#include "service/admission.h"
 #include "service/config.h"
 #include "service/metrics.h"
 #include "service/scoring_engine.h"
@@ -37,13 +38,14 @@ using ScoringServiceBase = v1::ScoringService::WithRawCallbackMethod_ScoreGroups
                 v1::ScoringService::WithRawCallbackMethod_MonitorGeneration<
                     v1::ScoringService::Service>>>>>;
 
-// Thread-safe: gRPC calls its handlers concurrently. `backend`, `metrics` and `clock` must
-// outlive it; `clock` decides whether a caller's deadline has passed.
+// Thread-safe: gRPC calls its handlers concurrently. `backend`, `metrics`, `clock` and `memory`
+// (the admission budget, shared with the HTTP listener) must outlive it; `clock` decides whether a
+// caller's deadline has passed.
 class ScoringService final : public ScoringServiceBase {
  public:
   ScoringService(const ServerOptions& options, advantage::Backend* backend, Metrics* metrics,
                  const Clock* clock, const scorers::AccuracyScorer* accuracy, WorkerPool* pool,
-                 RunTelemetry* telemetry, WorkerPool* calls);
+                 RunTelemetry* telemetry, WorkerPool* calls, MemoryBudget* memory);
 
   grpc::ServerUnaryReactor* ScoreGroups(grpc::CallbackServerContext* context,
                                         const grpc::ByteBuffer* request,
@@ -79,23 +81,32 @@ class ScoringService final : public ScoringServiceBase {
  private:
   absl::Status DoGetRunHealth(const v1::GetRunHealthRequest& request,
                               v1::GetRunHealthResponse* response) const;
+  // Computes the advantages and writes the answer's wire bytes into `response`.
   absl::Status DoComputeAdvantages(const grpc::CallbackServerContext& context,
                                    const v1::ComputeAdvantagesRequest& request,
-                                   v1::ComputeAdvantagesResponse* response);
+                                   grpc::ByteBuffer* response);
   // The scoring context for one call: it stops when the call's deadline passes or the client
   // cancels.
   ScoringContext WithCall(grpc::CallbackServerContext* context) const;
   // Hands a unary call to the call pool and returns its reactor at once: gRPC's callback threads
-  // only pass calls along, so a long batch never starves health checks or other calls. `work`
-  // runs on a pool thread; its status answers the call.
-  grpc::ServerUnaryReactor* Offload(Method method, std::function<absl::Status()> work);
+  // only pass calls along, so a long batch never starves health checks or other calls. Before
+  // that the call must get a place among max_concurrent_calls and the memory its handling will
+  // hold (admission.h, request_cost.h); otherwise it is refused at once, retryably. `work` runs
+  // on a pool thread; its status answers the call.
+  grpc::ServerUnaryReactor* Offload(Method method, grpc::CallbackServerContext* context,
+                                    const grpc::ByteBuffer& request,
+                                    std::function<absl::Status()> work);
   // A unary call's reactor, counted in answers_open_ until gRPC is done with it; one that
-  // `holds_place` gives its place among max_concurrent_calls (calls_taken_) back then.
-  grpc::ServerUnaryReactor* NewReactor(bool holds_place);
-  // Answers a unary call with `status` and records it.
-  grpc::ServerUnaryReactor* Finish(Method method, absl::Time start, const absl::Status& status);
+  // `holds_place` gives its place among max_concurrent_calls (calls_taken_) back then, and its
+  // memory grant.
+  grpc::ServerUnaryReactor* NewReactor(bool holds_place, MemoryBudget::Grant grant);
+  // Answers a unary call with `status` and records it; a retryable refusal (admission.h) carries
+  // the trailer kRetryableTrailer naming its limit.
+  grpc::ServerUnaryReactor* Finish(Method method, grpc::CallbackServerContext* context,
+                                   absl::Time start, const absl::Status& status);
 
   const ServerOptions options_;
+  MemoryBudget& memory_;
   advantage::Backend* const backend_;
   Metrics* const metrics_;
   const Clock* const clock_;

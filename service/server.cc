@@ -134,10 +134,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   server->pool_ = std::make_unique<WorkerPool>(options.scoring_threads);
   server->calls_ = std::make_unique<WorkerPool>(options.scoring_threads);
   server->telemetry_ = std::make_unique<RunTelemetry>(kTrackedRuns, kTelemetryWindow);
+  server->memory_ = std::make_unique<MemoryBudget>(options.limits.memory_budget_bytes);
+  server->metrics_->SetMemoryBudget(options.limits.memory_budget_bytes);
   server->service_ = std::make_unique<ScoringService>(
       options, server->backend_.get(), server->metrics_.get(),
       dependencies.clock != nullptr ? dependencies.clock : &RealClock(), server->accuracy_.get(),
-      server->pool_.get(), server->telemetry_.get(), server->calls_.get());
+      server->pool_.get(), server->telemetry_.get(), server->calls_.get(), server->memory_.get());
 
   // Metrics first: a port clash there should not leave a half-started gRPC server behind.
   if (!options.metrics_address.empty()) {
@@ -167,7 +169,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                        .health = nullptr,
                        .clock = dependencies.clock != nullptr ? dependencies.clock : &RealClock(),
                        .keep_going = nullptr},
-        server->calls_.get());
+        server->calls_.get(), server->memory_.get());
     if (!http.ok()) return http.status();
     server->http_ = *std::move(http);
     server->http_port_ = server->http_->port();

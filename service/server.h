@@ -23,6 +23,7 @@
 #include "advantage/advantage.h"
 #include "common/clock.h"
 #include "scorers/accuracy.h"
+#include "service/admission.h"
 #include "service/config.h"
 #include "service/metrics.h"
 #include "service/run_telemetry.h"
@@ -92,8 +93,9 @@ class Server {
   std::shared_ptr<advantage::Backend> backend_;
   std::unique_ptr<Metrics> metrics_;
   std::shared_ptr<scorers::AccuracyScorer> accuracy_;
-  std::unique_ptr<WorkerPool> pool_;   // scores the groups of a call in parallel
-  std::unique_ptr<WorkerPool> calls_;  // runs the calls themselves, off gRPC's threads
+  std::unique_ptr<WorkerPool> pool_;      // scores the groups of a call in parallel
+  std::unique_ptr<WorkerPool> calls_;     // runs the calls themselves, off gRPC's threads
+  std::unique_ptr<MemoryBudget> memory_;  // admits gRPC and HTTP calls alike
   std::unique_ptr<RunTelemetry> telemetry_;
   std::unique_ptr<ScoringService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

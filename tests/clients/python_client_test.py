@@ -339,6 +339,49 @@ class ErrorsTest(ClientTestCase):
         self.assertEqual(slept, [0.1 / 2 + 0.5 * 0.1 / 2, 0.2 / 2 + 0.5 * 0.2 / 2,
                                  0.3 / 2 + 0.5 * 0.3 / 2, 0.3 / 2 + 0.5 * 0.3 / 2])
 
+    def test_a_busy_servers_refusal_is_retried_with_backoff(self):
+        # The first two calls are refused as a server whose memory budget is held refuses them;
+        # the third reaches the server.
+        proxy = harness.RefusingProxy(SERVER.address, refusals=2)
+        self.addCleanup(proxy.stop)
+        slept = []
+        client = Client(proxy.address, retries=4, backoff=0.1, sleep=slept.append,
+                        rand=lambda: 0.5)
+        self.addCleanup(client.close)
+        reply = client.compute_advantages([1.0, 0.0], [2])
+        self.assertEqual(len(reply.advantages), 2)
+        self.assertEqual(proxy.calls, 3)
+        self.assertEqual(slept, [0.1 / 2 + 0.5 * 0.1 / 2, 0.2 / 2 + 0.5 * 0.2 / 2])
+
+    def test_a_limit_the_request_exceeds_is_not_retried(self):
+        # RESOURCE_EXHAUSTED without the retryable trailer: the request itself is over a limit.
+        proxy = harness.RefusingProxy(SERVER.address, refusals=1, retryable=False)
+        self.addCleanup(proxy.stop)
+        slept = []
+        client = Client(proxy.address, retries=4, sleep=slept.append)
+        self.addCleanup(client.close)
+        with self.assertRaises(RlscoreError) as raised:
+            client.compute_advantages([1.0, 0.0], [2])
+        self.assertEqual(raised.exception.code, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertEqual(raised.exception.attempts, 1)
+        self.assertEqual((proxy.calls, slept), (1, []))
+
+    def test_a_call_larger_than_the_whole_budget_is_refused_for_good(self):
+        # A server whose memory budget one small call exceeds: the refusal names the budget and
+        # carries no retryable trailer (tests/e2e/admission_test.py has the retryable ones).
+        server = start_server(self, "--memory-budget-bytes=1000")
+        compute = server.channel().unary_unary(
+            "/rlscore.v1.ScoringService/ComputeAdvantages",
+            request_serializer=advantage_pb2.ComputeAdvantagesRequest.SerializeToString,
+            response_deserializer=advantage_pb2.ComputeAdvantagesResponse.FromString)
+        with self.assertRaises(grpc.RpcError) as raised:
+            compute(advantage_pb2.ComputeAdvantagesRequest(rewards=[0.5] * 100,
+                                                           group_sizes=[100]), timeout=10)
+        self.assertEqual(raised.exception.code(), grpc.StatusCode.RESOURCE_EXHAUSTED)
+        self.assertIn("more than the whole memory budget memory_budget_bytes = 1000",
+                      raised.exception.details())
+        self.assertNotIn("rlscore-retryable", dict(raised.exception.trailing_metadata()))
+
     def test_retries_stop_at_the_deadline(self):
         closed = socket.socket()
         closed.bind(("127.0.0.1", 0))

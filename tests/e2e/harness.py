@@ -124,6 +124,51 @@ class RunningServer:
                                  % (code, log))
 
 
+class RefusingProxy:
+    """A gRPC proxy in this process in front of `target` that refuses the first `refusals` unary
+    calls as a busy rlscore server does (RESOURCE_EXHAUSTED with the trailer rlscore-retryable;
+    or without it when `retryable` is False), then forwards every call's bytes unchanged. For
+    testing the clients' retries. `calls` counts what reached it; `address` is what to dial.
+    Call stop() when done."""
+
+    def __init__(self, target, refusals, retryable=True):
+        from concurrent import futures
+        self.calls = 0
+        self._lock = threading.Lock()
+        self._refusals = refusals
+        self._retryable = retryable
+        self._upstream = grpc.insecure_channel(
+            target, options=[("grpc.max_receive_message_length", -1),
+                             ("grpc.max_send_message_length", -1)])
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=8),
+                                   options=[("grpc.max_receive_message_length", -1),
+                                            ("grpc.max_send_message_length", -1)])
+        self._server.add_generic_rpc_handlers([self])
+        self.address = "127.0.0.1:%d" % self._server.add_insecure_port("127.0.0.1:0")
+        self._server.start()
+
+    def service(self, details):  # grpc.GenericRpcHandler
+        method = details.method
+        forward = self._upstream.unary_unary(method)  # bytes in, bytes out
+
+        def handle(request, context):
+            with self._lock:
+                self.calls += 1
+                refuse = self.calls <= self._refusals
+            if refuse:
+                if self._retryable:
+                    context.set_trailing_metadata((("rlscore-retryable", "memory_budget_bytes"),))
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                              "memory admission: refused by the test proxy (call %d)" % self.calls)
+            return forward(request, timeout=context.time_remaining())
+
+        return grpc.unary_unary_rpc_method_handler(handle)
+
+    def stop(self):
+        self._server.stop(None)
+        self._upstream.close()
+
+
 def status_kib(pid, field):
     """A size field of /proc/PID/status (VmRSS: resident memory, VmSize: address space), in KiB."""
     with open("/proc/%d/status" % pid) as f:

@@ -118,6 +118,20 @@ class HttpListenerTest(unittest.TestCase):
         with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % self.port, timeout=10) as r:
             self.assertEqual(r.read(), b"ok\n")
 
+    def test_a_body_over_the_memory_budget_is_refused_and_the_server_keeps_serving(self):
+        # 64 KiB of budget: a body of 20 KB is charged 4 bytes a byte plus 1 KiB a JSON string.
+        server = RunningServer(ARGS.binary, "--http-address=127.0.0.1:0",
+                               "--memory-budget-bytes=65536")
+        self.addCleanup(server.stop)
+        status, reply = post(server.http_port, "/reward",
+                             {"response": "<think>" + "x" * 20000 + "</think> 42", "label": "42"})
+        self.assertEqual(status, 413)
+        self.assertIn("more than the whole memory budget memory_budget_bytes = 65536", reply["error"])
+        status, reply = post(server.http_port, "/reward", {"response": "<think>6*7</think> 42",
+                                                           "label": "42"})
+        self.assertEqual(status, 200, reply)
+        self.assertIn('rlscore_admission_refusals_total{retryable="false"} 1', server.metrics())
+
     def run_health(self, run_id):
         from rlscore.v1 import monitor_pb2, scoring_service_pb2_grpc
         stub = scoring_service_pb2_grpc.ScoringServiceStub(self.server.channel())

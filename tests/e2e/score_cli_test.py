@@ -22,7 +22,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_rollouts  # noqa: E402  (tests/e2e/make_rollouts.py)
-from harness import RunningServer  # noqa: E402
+from harness import RefusingProxy, RunningServer  # noqa: E402
 
 ARGS = None
 LINES = 10000
@@ -135,6 +135,32 @@ class ScoreCliTest(unittest.TestCase):
         self.assertEqual(summary(remote.stderr), summary(self.local.stderr))
         self.assertIn("server " + server.address, remote.stderr.decode())
         self.assertIn('rlscore_requests_total{code="OK",method="Score"}', server.metrics())
+
+    def test_a_busy_servers_refusals_are_retried(self):
+        # A proxy refuses the first three calls as a server whose memory budget is held does;
+        # the batches are sent again after a backoff and the output is the same.
+        server = RunningServer(ARGS.binary)
+        self.addCleanup(server.stop)
+        proxy = RefusingProxy(server.address, refusals=3)
+        self.addCleanup(proxy.stop)
+        remote_out = os.path.join(self.dir, "retried.jsonl")
+        remote = run_score(self.input, "--output", remote_out, "--pass-at-k", "1,4,8",
+                           "--server", proxy.address)
+        self.assertEqual(remote.returncode, 0, remote.stderr.decode())
+        with open(self.local_out, "rb") as a, open(remote_out, "rb") as b:
+            self.assertTrue(a.read() == b.read(), "in-process and retried outputs differ")
+        batches = (LINES + 255) // 256  # the bad lines are reported here, never sent
+        self.assertEqual(proxy.calls, batches + 3)
+
+    def test_a_refusal_that_is_not_retryable_stops_the_run(self):
+        server = RunningServer(ARGS.binary)
+        self.addCleanup(server.stop)
+        proxy = RefusingProxy(server.address, refusals=1, retryable=False)
+        self.addCleanup(proxy.stop)
+        done = run_score(self.input, "--output", os.devnull, "--server", proxy.address)
+        self.assertEqual(done.returncode, 1)
+        self.assertIn("refused by the test proxy (call 1)", done.stderr.decode())
+        self.assertNotIn("attempts", done.stderr.decode())
 
     def test_stdin_and_stdout(self):
         lines = "".join(json.dumps(l) + "\n" for l in make_rollouts.generate(20, seed=3))

@@ -106,6 +106,7 @@ TEST(Config, NewLimitsAndTlsAreReadAndValidated) {
                           max_reference_bytes: 100
                           max_concurrent_calls: 7
                           max_streams: 9
+                          memory_budget_bytes: 123456789
                         }
                         tls { cert_file: "/c.pem" key_file: "/k.pem" client_ca_file: "/ca.pem" }
                       )pb",
@@ -116,6 +117,8 @@ TEST(Config, NewLimitsAndTlsAreReadAndValidated) {
   EXPECT_EQ(options.limits.max_reference_bytes, 100u);
   EXPECT_EQ(options.limits.max_concurrent_calls, 7u);
   EXPECT_EQ(options.limits.max_streams, 9u);
+  EXPECT_EQ(options.limits.memory_budget_bytes, 123456789u);
+  EXPECT_THAT(ToConfigText(options), HasSubstr("memory_budget_bytes: 123456789"));
   EXPECT_TRUE(options.tls.enabled());
   EXPECT_EQ(options.tls.client_ca_file, "/ca.pem");
   EXPECT_FALSE(options.tls.require_client_cert);
@@ -135,6 +138,11 @@ TEST(Config, NewLimitsAndTlsAreReadAndValidated) {
   bad = DefaultServerOptions();
   bad.limits.max_streams = 0;
   EXPECT_THAT(std::string(ValidateServerOptions(bad).message()), HasSubstr("max_streams"));
+  bad = DefaultServerOptions();
+  EXPECT_EQ(bad.limits.memory_budget_bytes, uint64_t{2} << 30);
+  bad.limits.memory_budget_bytes = 0;
+  EXPECT_THAT(std::string(ValidateServerOptions(bad).message()),
+              HasSubstr("limits.memory_budget_bytes must be at least 1"));
 }
 
 // A value that parses but is refused names the line of the file that set it, whether the file

@@ -17,8 +17,10 @@
 
 Every call has a deadline (the client's `timeout`, or the call's); a call that fails raises
 RlscoreError with the gRPC code and the server's message. UNAVAILABLE (no server yet, a restart,
-a server draining on SIGTERM) is retried with exponential backoff and jitter within the deadline;
-no other code is retried. A unary request larger than `max_request_bytes` is split into chunks of
+a server draining on SIGTERM) and a busy server's refusal (RESOURCE_EXHAUSTED with the trailer
+`rlscore-retryable`: its memory budget or max_concurrent_calls was held by other calls) are
+retried with exponential backoff and jitter within the deadline; no other code is retried (a
+limit the request itself exceeds is final). A unary request larger than `max_request_bytes` is split into chunks of
 whole groups (or items) and the responses merged, so the caller sees one response.
 
 Needs grpcio, protobuf and the generated rlscore stubs on sys.path (the build writes them to
@@ -69,7 +71,8 @@ class Client:
     Args:
       target: `host:port`, `[::1]:port` or `unix:/path`.
       timeout: default deadline of a call in seconds (a split request shares one deadline).
-      retries: how many times an UNAVAILABLE call is sent again (so at most retries + 1 attempts).
+      retries: how many times an UNAVAILABLE call, or one a busy server refused, is sent again (so
+        at most retries + 1 attempts).
       backoff, max_backoff: retry k (0-based) waits d_k = min(max_backoff, backoff * 2**k), with
         "equal jitter": d_k/2 + u * d_k/2 for u = rand() in [0, 1). A retry that would end past the
         deadline is not made.
@@ -385,7 +388,7 @@ class Client:
         return cap / 2 + self._rand() * cap / 2
 
     def _call(self, method, request, deadline: float, *, chunk_offset: Optional[int] = None):
-        """One unary call with retries on UNAVAILABLE, all within `deadline` (a clock() time)."""
+        """One unary call with retries (see _retryable), all within `deadline` (a clock() time)."""
         attempt = 0
         while True:
             remaining = deadline - self._clock()
@@ -399,7 +402,7 @@ class Client:
                 attempt += 1
                 code = e.code() if hasattr(e, "code") else grpc.StatusCode.UNKNOWN
                 details = e.details() if hasattr(e, "details") else str(e)
-                if code != grpc.StatusCode.UNAVAILABLE or attempt > self.retries:
+                if not _retryable(e, code) or attempt > self.retries:
                     raise RlscoreError(code, details or "", attempts=attempt,
                                        chunk_offset=chunk_offset) from None
                 delay = self.backoff_delay(attempt - 1)
@@ -418,6 +421,20 @@ class Client:
                 "cannot be split; send fewer groups per call, raise max_request_bytes (and the "
                 "server's --max-message-bytes) or choose another estimator"
                 % (size, self.max_request_bytes, whose or "the "))
+
+
+# The trailer a busy server's refusal carries (its value names the limit): the same request may
+# succeed after a backoff.
+RETRYABLE_TRAILER = "rlscore-retryable"
+
+
+def _retryable(error: grpc.RpcError, code: grpc.StatusCode) -> bool:
+    """UNAVAILABLE, or RESOURCE_EXHAUSTED that the server marked retryable."""
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return True
+    if code != grpc.StatusCode.RESOURCE_EXHAUSTED or not hasattr(error, "trailing_metadata"):
+        return False
+    return any(key == RETRYABLE_TRAILER for key, _ in (error.trailing_metadata() or ()))
 
 
 class GenerationMonitor:
