@@ -14,33 +14,13 @@ Needs Debian's python3-grpcio and about 4 GB of free memory. Results: docs/PERFO
 """
 
 import argparse
-import array
 import os
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
-from harness import RunningServer, status_kib  # noqa: E402
-
-
-def varint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def advantages_request(rewards, group):
-    values = array.array("d", bytes(8 * rewards))
-    pattern = array.array("d", [0.0, 1.0, 2.0] * 1024)
-    for at in range(0, rewards, len(pattern)):
-        values[at:at + len(pattern)] = pattern[:min(len(pattern), rewards - at)]
-    packed = values.tobytes()
-    sizes = varint(group) * (rewards // group)
-    return b"\x0a" + varint(len(packed)) + packed + b"\x12" + varint(len(sizes)) + sizes
+from harness import RunningServer, compute_advantages_bytes, status_kib  # noqa: E402
 
 
 def scoring_request(pb, method, completions, size):
@@ -83,8 +63,8 @@ def main():
     from rlscore.v1 import scoring_pb2
 
     cases = [
-        ("ComputeAdvantages", "40M rewards, groups of 8", lambda: advantages_request(40_000_000, 8)),
-        ("ComputeAdvantages", "16M rewards, groups of 1", lambda: advantages_request(16_000_000, 1)),
+        ("ComputeAdvantages", "40M rewards, groups of 8", lambda: compute_advantages_bytes(40_000_000, 8)),
+        ("ComputeAdvantages", "16M rewards, groups of 1", lambda: compute_advantages_bytes(16_000_000, 1)),
         ("ScoreGroups", "200k completions of 100 B",
          lambda: scoring_request(scoring_pb2, "ScoreGroups", 200_000, 100)),
         ("ScoreGroups", "4k completions of 50 KB",

@@ -19,7 +19,6 @@ shadow memory and quarantine are most of it). Run by ctest; standalone:
   /usr/bin/python3 tests/e2e/admission_test.py --binary build/cli/rlscore --stubs build/python -v
 """
 
-import array
 import os
 import re
 import sys
@@ -29,36 +28,16 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import harness  # noqa: E402
-from harness import RunningServer, status_kib  # noqa: E402
+from harness import RunningServer, compute_advantages_bytes, status_kib  # noqa: E402
 
 ARGS = None
 GROUP = 8
 MARGIN = 128 << 20
 
 
-def varint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def request_bytes(rewards):
-    """ComputeAdvantagesRequest{rewards: i % 3 for i < rewards, group_sizes: GROUP each}, encoded
-    by hand: protobuf's Python objects would take minutes for 40 million doubles."""
-    values = array.array("d", bytes(8 * rewards))
-    pattern = array.array("d", [0.0, 1.0, 2.0] * 1024)
-    for at in range(0, rewards, len(pattern)):
-        values[at:at + len(pattern)] = pattern[:min(len(pattern), rewards - at)]
-    packed = values.tobytes()
-    sizes = varint(GROUP) * (rewards // GROUP)
-    return b"\x0a" + varint(len(packed)) + packed + b"\x12" + varint(len(sizes)) + sizes
-
-
 def sample_advantages(first):
-    """GRPO advantages of a group of rewards first, first+1, ... (mod 3): (r - mean) / sample std."""
+    """GRPO advantages of a group of rewards first, first+1, ... (mod 3), as
+    compute_advantages_bytes makes them: (r - mean) / sample std."""
     rewards = [float((first + i) % 3) for i in range(GROUP)]
     mean = sum(rewards) / GROUP
     std = (sum((r - mean) ** 2 for r in rewards) / (GROUP - 1)) ** 0.5
@@ -73,7 +52,7 @@ class Admission(unittest.TestCase):
         scale = 10 if ARGS.sanitizer else 1
         cls.rewards = 40_000_000 // scale
         cls.budget = (1 << 30) // scale
-        cls.wire = request_bytes(cls.rewards)
+        cls.wire = compute_advantages_bytes(cls.rewards, GROUP)
 
     def start(self, budget):
         """A server with `budget`, and its ComputeAdvantages as bytes in, bytes out."""

@@ -123,15 +123,21 @@ class ScoreCliTest(unittest.TestCase):
         self.assertIn("(1250 prompts)", table)
         self.assertIn("CORRECT %d" % correct, table)
 
+    def score_remotely(self, address, name):
+        """`rlscore score` of the input through `address`; checks its output is the in-process
+        one."""
+        remote_out = os.path.join(self.dir, name)
+        remote = run_score(self.input, "--output", remote_out, "--pass-at-k", "1,4,8",
+                           "--server", address)
+        self.assertEqual(remote.returncode, 0, remote.stderr.decode())
+        with open(self.local_out, "rb") as a, open(remote_out, "rb") as b:
+            self.assertTrue(a.read() == b.read(), "in-process and %s outputs differ" % name)
+        return remote
+
     def test_through_a_server_the_output_is_identical(self):
         server = RunningServer(ARGS.binary)
         self.addCleanup(server.stop)
-        remote_out = os.path.join(self.dir, "remote.jsonl")
-        remote = run_score(self.input, "--output", remote_out, "--pass-at-k", "1,4,8",
-                           "--server", server.address)
-        self.assertEqual(remote.returncode, 0, remote.stderr.decode())
-        with open(self.local_out, "rb") as a, open(remote_out, "rb") as b:
-            self.assertTrue(a.read() == b.read(), "in-process and server outputs differ")
+        remote = self.score_remotely(server.address, "remote.jsonl")
         self.assertEqual(summary(remote.stderr), summary(self.local.stderr))
         self.assertIn("server " + server.address, remote.stderr.decode())
         self.assertIn('rlscore_requests_total{code="OK",method="Score"}', server.metrics())
@@ -143,12 +149,7 @@ class ScoreCliTest(unittest.TestCase):
         self.addCleanup(server.stop)
         proxy = RefusingProxy(server.address, refusals=3)
         self.addCleanup(proxy.stop)
-        remote_out = os.path.join(self.dir, "retried.jsonl")
-        remote = run_score(self.input, "--output", remote_out, "--pass-at-k", "1,4,8",
-                           "--server", proxy.address)
-        self.assertEqual(remote.returncode, 0, remote.stderr.decode())
-        with open(self.local_out, "rb") as a, open(remote_out, "rb") as b:
-            self.assertTrue(a.read() == b.read(), "in-process and retried outputs differ")
+        self.score_remotely(proxy.address, "retried.jsonl")
         batches = (LINES + 255) // 256  # the bad lines are reported here, never sent
         self.assertEqual(proxy.calls, batches + 3)
 
