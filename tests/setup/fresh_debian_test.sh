@@ -104,11 +104,13 @@ echo "fresh_debian_test: scripts/run.sh set up, built and served in $(( $(date +
 health
 grep -E '^setup: installing|^fetch_grammars: ' "$log" | cut -c1-200
 
-# SIGTERM to the server (the PID namespace's first process is unshare's child: find rlscore).
-rlscore_pid=$(pgrep -f -n "^build/cli/rlscore serve --listen-address=127.0.0.1:$port ") || {
-  echo "fresh_debian_test: cannot find the server process" >&2
+# SIGTERM to the server: unshare's child, the PID namespace's first process, which run.sh's
+# exec made `rlscore serve` (read from /proc: minbase has no procps).
+rlscore_pid=$(cat "/proc/$server_pid/task/$server_pid/children" 2>/dev/null | awk '{print $1}')
+if [ -z "$rlscore_pid" ] || ! grep -q "rlscore" "/proc/$rlscore_pid/cmdline" 2>/dev/null; then
+  echo "fresh_debian_test: cannot find the server process under $server_pid" >&2
   exit 1
-}
+fi
 kill -TERM "$rlscore_pid"
 code=0
 wait "$server_pid" || code=$?
