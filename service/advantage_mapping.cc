@@ -221,8 +221,7 @@ constexpr size_t kBackendBound = 64;
 
 }  // namespace
 
-AdvantagesAnswer::AdvantagesAnswer(size_t rewards, size_t groups)
-    : rewards_(rewards), groups_(groups) {
+AdvantagesAnswer::AdvantagesAnswer(size_t rewards, size_t groups) : rewards_(rewards) {
   // The largest encoding: scorable counts of up to 5 varint bytes each.
   const size_t group_body =
       groups == 0 ? 0

@@ -81,7 +81,6 @@ class AdvantagesAnswer {
 
  private:
   size_t rewards_;
-  size_t groups_;
   size_t capacity_;
   char* begin_ = nullptr;  // the encoding's first byte
   size_t header_ = 0;      // bytes before the first advantage
