@@ -86,8 +86,10 @@ struct Source {
 const char* ReadCharacter(void* payload, uint32_t byte, TSPoint /*point*/, uint32_t* bytes_read) {
   Source& source = *static_cast<Source*>(payload);
   source.meter->Charge(kLexerReadWork);
-  // Past the budget the text ends here: the parse winds down (its outcome is decided already).
-  if (byte >= source.text.size() || source.meter->exhausted()) {
+  // Past the budget the text is still read as it is: the cancellation flag stops the parse. (A
+  // made-up end of text would not do: tree-sitter 0.20 reads a character again after a decoding
+  // error and dereferences the new chunk without checking that it is empty.)
+  if (byte >= source.text.size()) {
     *bytes_read = 0;
     return "";
   }

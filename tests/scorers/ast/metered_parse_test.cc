@@ -98,6 +98,21 @@ TEST(MeteredParse, RunningOutOfWorkIsReportedAndTakesTheRest) {
   EXPECT_EQ(allowance.work, 0u);
 }
 
+TEST(MeteredParse, EveryWorkBudgetEndsCleanlyOnInvalidUtf8) {
+  // tree-sitter reads a character again after a decoding error; a budget that runs out on that
+  // read once made the text seem to end there, and tree-sitter read through a null chunk
+  // (found by ast_repetition_fuzz). Every budget up to the whole parse's work must end cleanly.
+  const std::string text = "int f() { return \xe2\x28\xa1 + \xc3 x; } // \xf0\x9f\x99 \xff\n";
+  ParseAllowance full{.work = kPlenty, .micros = 60'000'000};
+  const uint64_t work = ParseMetered(Grammar::kCpp, text, &full).work;
+  for (uint64_t budget = 1; budget <= work; ++budget) {
+    ParseAllowance allowance{.work = budget, .micros = 60'000'000};
+    const MeteredParse parse = ParseMetered(Grammar::kCpp, text, &allowance);
+    ASSERT_EQ(parse.outcome, budget == work ? ParseOutcome::kParsed : ParseOutcome::kOutOfWork)
+        << budget;
+  }
+}
+
 TEST(MeteredParse, NoTimeLeftStartsNothing) {
   ParseAllowance allowance{.work = kPlenty, .micros = 0};
   const MeteredParse parse = ParseMetered(Grammar::kMarkdown, "# x\n", &allowance);
