@@ -1,7 +1,7 @@
-// Cost of the AST repetition detector (SPEC §3, issue 5): scoring one completion with the default
+// Cost of the AST repetition detector (docs/REPETITION.md): scoring one completion with the default
 // profile with the AST rules on and off, for Markdown reasoning of 3k and 16k tokens, with and
 // without fenced code; the detector alone when the tree-sitter parsers run; and the detector on
-// completions built to be slow to parse, which its time budget must stop.
+// completions built to be slow to parse, which its work budget must stop.
 //
 //   ./build-release/bench/ast_bench
 //

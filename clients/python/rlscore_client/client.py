@@ -194,7 +194,7 @@ class Client:
                            run_id: str = "", step: int = 0,
                            timeout: Optional[float] = None
                            ) -> advantage_pb2.ComputeAdvantagesResponse:
-        """Group advantages of rewards scored elsewhere (SPEC §4).
+        """Group advantages of rewards scored elsewhere (README "ComputeAdvantages").
 
         `rewards` (every group's, back to back) and `group_sizes` may be lists, array.array or
         numpy arrays. `outcomes` is empty or one per reward: Outcome values or names ("correct",
