@@ -23,8 +23,8 @@
 
 namespace rlscore::service {
 
-// Explicit limits (SPEC §6). A request over one gets RESOURCE_EXHAUSTED naming the limit; the
-// server and every other request are unaffected.
+// Explicit limits (docs/SECURITY.md). A request over one gets RESOURCE_EXHAUSTED naming the limit;
+// the server and every other request are unaffected.
 struct Limits {
   uint64_t max_message_bytes = 512ull << 20;  // requests and responses
   uint32_t max_groups_per_request = 1u << 24;
@@ -77,7 +77,7 @@ struct ServerOptions {
   absl::Duration drain_timeout = absl::Seconds(30);
   // For requests that leave advantage options unset, and for profiles that do.
   advantage::Options advantage;
-  // Reward profiles by name; always holds "default" (SPEC §1's table).
+  // Reward profiles by name; always holds "default" (the built-in reward, README "ScoreGroups").
   ProfileSet profiles = DefaultProfiles(advantage::Options{});
   // Threads that score completions; 0 means one per core.
   uint32_t scoring_threads = 0;

@@ -1,4 +1,5 @@
-// The service's Prometheus metrics (SPEC §5): `rlscore_` prefix, base units, `_total` counters.
+// The service's Prometheus metrics (README, "Metrics"): `rlscore_` prefix, base units, `_total`
+// counters.
 //
 //   Metrics metrics;
 //   metrics.CallStarted(Method::kComputeAdvantages);

@@ -265,7 +265,7 @@ TEST(Profiles, TheBuiltInDefaultIsSpecSection1) {
   EXPECT_EQ(p.repetition.penalty, -0.5);
   EXPECT_EQ(p.repetition.ngram.n, 8u);
   EXPECT_EQ(p.repetition.ngram.max_occurrences, 3u);
-  // SPEC §1: the AST rule of §3 is part of the default repetition component.
+  // The AST rules (docs/REPETITION.md) are part of the default repetition component.
   EXPECT_TRUE(p.repetition.ast.enabled);
   EXPECT_EQ(p.repetition.ast.block_max_occurrences, 3u);
   EXPECT_EQ(p.repetition.ast.code_max_occurrences, 3u);
