@@ -65,8 +65,8 @@ struct Anatomy {
   uint32_t malformed_tags = 0;          // how many of the diagnostics are kLookAlikeTag
 
   // The reasoning span: after the first <think> (or from the start when pre-filled or when there
-  // is no <think>) up to the first </think> after that (or the end of the text). The
-  // repetition detectors look here.
+  // is no <think>) up to the first </think> after that (or the end of the text). The AST
+  // detector looks here; the n-gram rule reads it and the answer section after it.
   size_t reasoning_begin = 0;
   size_t reasoning_end = 0;
   // The answer section: after the last </think> to the end. Empty (begin == end == size) when

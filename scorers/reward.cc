@@ -77,8 +77,16 @@ uint32_t CountTags(const Anatomy& a, TagKind kind) {
   return n;
 }
 
+// The span the n-gram rule reads: the reasoning and the answer section after it, so that a loop
+// after </think> is penalised like one inside (the whole completion when the model does not
+// think).
+std::string_view ScannedSpan(std::string_view text, const Anatomy& anatomy) {
+  const size_t end = std::max(anatomy.reasoning_end, anatomy.answer_end);
+  return text.substr(anatomy.reasoning_begin, end - anatomy.reasoning_begin);
+}
+
 // Runs the n-gram rule over the completion's tokens (token ids when given, else the normalised
-// words of the reasoning span) and fills the finding and the penalty.
+// words of the reasoning and the answer section) and fills the finding and the penalty.
 void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t num_tokens,
                      const RepetitionOptions& options, const Clock* clock, CompletionScore* score) {
   if (!options.enabled) return;
@@ -88,7 +96,7 @@ void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t
   if (by_token_ids) {
     tokens.assign(in.token_ids.begin(), in.token_ids.end());
   } else {
-    words = NormalizedWords(anatomy.reasoning(in.text), anatomy.reasoning_begin);
+    words = NormalizedWords(ScannedSpan(in.text, anatomy), anatomy.reasoning_begin);
     tokens = WordHashes(words);
   }
   const NgramReport report = FindRepeatedNgram(tokens, options.ngram);

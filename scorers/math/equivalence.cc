@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <deque>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -81,6 +83,31 @@ class Comparer {
       return Eq(a, x, b, b.kids(y)[0]) || (IsScalar(ka) && ScalarEq(a, x, b, y));
     }
 
+    // A labelled value against its value: "(p, q) = (3, 2)", "f(x) = 1", "|AB| = 1", a chain
+    // "x = 5 + 6 = 11" by its last side. Two labelled values need the same label.
+    if (ka == Kind::kRelation || kb == Kind::kRelation) {
+      const std::optional<uint32_t> va = LabelledValue(a, x), vb = LabelledValue(b, y);
+      if (va && vb) {
+        if (SameTree(a, a.kids(x)[0], b, b.kids(y)[0]) && Eq(a, *va, b, *vb)) return true;
+      } else if (va && kb != Kind::kRelation) {
+        return Eq(a, *va, b, y);
+      } else if (vb && ka != Kind::kRelation) {
+        return Eq(a, x, b, *vb);
+      }
+    }
+
+    // An inequality in one variable is the set it describes: "x \ge 3" is [3, ∞).
+    if (IsInequality(a, x) || IsInequality(b, y)) {
+      std::vector<Interval> ia, ib;
+      const Expr* var_a = nullptr;
+      const Expr* var_b = nullptr;
+      uint32_t na = 0, nb = 0;
+      if (Intervals(a, x, &ia, &var_a, &na) && Intervals(b, y, &ib, &var_b, &nb)) {
+        if (var_a != nullptr && var_b != nullptr && !SameTree(*var_a, na, *var_b, nb)) return false;
+        return SameIntervals(ia, ib);
+      }
+    }
+
     // "x = 3" against "3", either way round.
     if (ka == Kind::kRelation && kb != Kind::kRelation) {
       const std::optional<uint32_t> value = AssignedValue(a, x);
@@ -108,12 +135,35 @@ class Comparer {
       return ia == ib;
     }
 
+    // Matrix arithmetic written out ("A + B", "AB", "2A") is the matrix it evaluates to.
+    if ((ka == Kind::kMatrix) != (kb == Kind::kMatrix)) {
+      if (ka == Kind::kMatrix) {
+        if (const std::optional<uint32_t> m = MatrixValue(b, y)) {
+          return Eq(a, x, scratch_.back(), *m);
+        }
+      } else if (const std::optional<uint32_t> m = MatrixValue(a, x)) {
+        return Eq(scratch_.back(), *m, b, y);
+      }
+    }
+
     switch (ka) {
       case Kind::kSet:
-        return kb == Kind::kSet && Unordered(a, x, b, y);
+        return (kb == Kind::kSet || IsBareList(b, y)) && Unordered(a, x, b, y);
       case Kind::kUnion:
         return kb == Kind::kUnion && Unordered(a, x, b, y);
       case Kind::kTuple:
+        // A bare list is unordered against a set or another bare list, and is the tuple it
+        // spells against a bracketed one: "2, -3" ≡ "-3, 2" ≡ {-3, 2}, but (1, 2) ≠ "2, 1".
+        if (IsBareList(a, x)) {
+          if (kb == Kind::kSet) return Unordered(a, x, b, y);
+          if (IsBareList(b, y)) {
+            // Labels fix the order of values listed without them: "x = 2, y = 3" against
+            // "3, 2" is x = 3.
+            if (AllLabelled(a, x) != AllLabelled(b, y)) return Ordered(a, x, b, y);
+            return Matching(a, x, b, y);
+          }
+          return kb == Kind::kTuple && Ordered(a, x, b, y);
+        }
         if (kb == Kind::kInterval) return TupleAsOpenInterval(a, x, b, y);
         return kb == Kind::kTuple && Ordered(a, x, b, y);
       case Kind::kInterval:
@@ -137,6 +187,347 @@ class Comparer {
     if (kb == Kind::kText) return IsScalar(ka) && TextAsNumberEq(b, y, a, x);
     if (IsScalar(ka) && IsScalar(kb)) return ScalarEq(a, x, b, y);
     return false;
+  }
+
+  static bool IsBareList(const Expr& e, uint32_t x) {
+    return e.node(x).kind == Kind::kTuple && (e.node(x).flags & kBareList) != 0;
+  }
+
+  // A name that stands for a value: symbols, products and ratios of them, a function of them
+  // ("f(x)" reads as f·x), |AB|, a bracketed tuple of names. Never a number, a constant or a
+  // sum: "x + y = 5" is an equation, not a labelled 5.
+  static bool IsLabel(const Expr& e, uint32_t x) {
+    const Node& n = e.node(x);
+    switch (n.kind) {
+      case Kind::kSymbol:
+        return true;
+      case Kind::kMul:
+      case Kind::kDiv:
+      case Kind::kTuple:
+        if (n.kind == Kind::kTuple && (n.flags & kBareList) != 0) return false;
+        for (uint32_t k : e.kids(x)) {
+          if (!IsLabel(e, k)) return false;
+        }
+        return true;
+      case Kind::kFunction:
+        return e.text(x) == "abs" && n.num_children == 1 && IsLabel(e, e.kids(x)[0]);
+      default:
+        return false;
+    }
+  }
+
+  // The value of "label = v", and of a chain that starts with a label: its last side, or with
+  // "\approx" the side written just before it ("x = 1/3 \approx 0.33" is 1/3).
+  static std::optional<uint32_t> LabelledValue(const Expr& e, uint32_t x) {
+    if (e.node(x).kind != Kind::kRelation) return std::nullopt;
+    const std::string_view ops = e.text(x);
+    const auto kids = e.kids(x);
+    if (ops.empty() || ops[0] != '=' || ops.find_first_not_of("=~") != std::string_view::npos ||
+        !IsLabel(e, kids[0])) {
+      return std::nullopt;
+    }
+    const size_t approx = ops.find('~');
+    return approx == std::string_view::npos ? kids.back() : kids[approx];
+  }
+
+  // Structural identity (labels, variables): same kinds, names, numbers and shape.
+  static bool SameTree(const Expr& a, uint32_t x, const Expr& b, uint32_t y) {
+    const Node& na = a.node(x);
+    const Node& nb = b.node(y);
+    if (na.kind != nb.kind || na.num_children != nb.num_children || na.flags != nb.flags) {
+      return false;
+    }
+    switch (na.kind) {
+      case Kind::kNumber:
+        if (!(a.number(x) == b.number(y))) return false;
+        break;
+      case Kind::kConstant:
+        if (na.payload != nb.payload) return false;
+        break;
+      case Kind::kSymbol:
+      case Kind::kText:
+      case Kind::kChoice:
+      case Kind::kFunction:
+      case Kind::kRelation:
+      case Kind::kWithUnit:
+        if (a.text(x) != b.text(y)) return false;
+        break;
+      default:
+        break;
+    }
+    for (size_t i = 0; i < na.num_children; ++i) {
+      if (!SameTree(a, a.kids(x)[i], b, b.kids(y)[i])) return false;
+    }
+    return true;
+  }
+
+  // ---- matrix arithmetic ----
+  // The matrix that sums, products, negations and scalar multiples of matrices at `x` make, as
+  // a new kMatrix of expression cells in scratch_.back(); nullopt when `x` is no such arithmetic.
+  std::optional<uint32_t> MatrixValue(const Expr& e, uint32_t x) {
+    const Kind k = e.node(x).kind;
+    if (k != Kind::kAdd && k != Kind::kMul && k != Kind::kNeg) return std::nullopt;
+    Expr& out = scratch_.emplace_back();
+    std::optional<uint32_t> m = FoldMatrix(e, x, out);
+    if (!m || out.node(*m).kind != Kind::kMatrix) {
+      scratch_.pop_back();
+      return std::nullopt;
+    }
+    out.root = *m;
+    return m;
+  }
+  uint32_t MakeMatrix(Expr& out, const std::vector<uint32_t>& cells, uint16_t rows, uint16_t cols) {
+    const uint32_t m = out.Add(Kind::kMatrix, cells);
+    out.nodes[m].rows = rows;
+    out.nodes[m].cols = cols;
+    return m;
+  }
+  std::vector<uint32_t> Cells(const Expr& out, uint32_t m) {
+    return std::vector<uint32_t>(out.kids(m).begin(), out.kids(m).end());
+  }
+  // In `out`: a matrix node, or a scalar node (a factor of a product).
+  std::optional<uint32_t> FoldMatrix(const Expr& e, uint32_t x, Expr& out) {
+    const Node& n = e.node(x);
+    if (!budget_.Spend(1 + n.num_children)) return std::nullopt;
+    if (n.kind == Kind::kMatrix) return out.Graft(e, x);
+    if (IsScalar(n.kind) && n.kind != Kind::kAdd && n.kind != Kind::kMul && n.kind != Kind::kNeg) {
+      return out.Graft(e, x);
+    }
+    std::vector<uint32_t> values;
+    for (uint32_t k : e.kids(x)) {
+      std::optional<uint32_t> v = FoldMatrix(e, k, out);
+      if (!v) return std::nullopt;
+      values.push_back(*v);
+    }
+    auto is_matrix = [&](uint32_t v) { return out.node(v).kind == Kind::kMatrix; };
+    if (n.kind == Kind::kNeg) {
+      if (!is_matrix(values[0])) return out.Add(Kind::kNeg, {values[0]});
+      std::vector<uint32_t> cells = Cells(out, values[0]);
+      for (uint32_t& c : cells) c = out.Add(Kind::kNeg, {c});
+      return MakeMatrix(out, cells, out.node(values[0]).rows, out.node(values[0]).cols);
+    }
+    if (n.kind == Kind::kAdd) {
+      if (std::none_of(values.begin(), values.end(), is_matrix)) return out.Add(Kind::kAdd, values);
+      if (!std::all_of(values.begin(), values.end(), is_matrix)) return std::nullopt;
+      const Node first = out.node(values[0]);
+      std::vector<uint32_t> sum = Cells(out, values[0]);
+      for (size_t i = 1; i < values.size(); ++i) {
+        if (out.node(values[i]).rows != first.rows || out.node(values[i]).cols != first.cols) {
+          return std::nullopt;
+        }
+        const std::vector<uint32_t> cells = Cells(out, values[i]);
+        for (size_t c = 0; c < sum.size(); ++c) sum[c] = out.Add(Kind::kAdd, {sum[c], cells[c]});
+      }
+      return MakeMatrix(out, sum, first.rows, first.cols);
+    }
+    // A product, left to right.
+    uint32_t acc = values[0];
+    for (size_t i = 1; i < values.size(); ++i) {
+      const uint32_t v = values[i];
+      if (!is_matrix(acc) && !is_matrix(v)) {
+        acc = out.Add(Kind::kMul, {acc, v});
+      } else if (!is_matrix(acc) || !is_matrix(v)) {
+        const uint32_t scalar = is_matrix(acc) ? v : acc;
+        const uint32_t matrix = is_matrix(acc) ? acc : v;
+        std::vector<uint32_t> cells = Cells(out, matrix);
+        for (uint32_t& c : cells) c = out.Add(Kind::kMul, {scalar, c});
+        acc = MakeMatrix(out, cells, out.node(matrix).rows, out.node(matrix).cols);
+      } else {
+        const Node l = out.node(acc), r = out.node(v);
+        if (l.cols != r.rows) return std::nullopt;
+        if (!budget_.Spend(static_cast<uint64_t>(l.rows) * r.cols * l.cols)) return std::nullopt;
+        const std::vector<uint32_t> lc = Cells(out, acc), rc = Cells(out, v);
+        std::vector<uint32_t> cells;
+        for (uint16_t row = 0; row < l.rows; ++row) {
+          for (uint16_t col = 0; col < r.cols; ++col) {
+            std::vector<uint32_t> terms;
+            for (uint16_t k = 0; k < l.cols; ++k) {
+              terms.push_back(out.Add(Kind::kMul, {lc[row * l.cols + k], rc[k * r.cols + col]}));
+            }
+            cells.push_back(terms.size() == 1 ? terms[0] : out.Add(Kind::kAdd, terms));
+          }
+        }
+        acc = MakeMatrix(out, cells, l.rows, r.cols);
+      }
+    }
+    return acc;
+  }
+
+  // ---- inequalities as sets ----
+  struct End {
+    const Expr* e = nullptr;  // nullptr: infinite, with `sign`
+    uint32_t node = 0;
+    int sign = 0;
+  };
+  struct Interval {
+    End lo, hi;
+    bool lo_closed = false, hi_closed = false;
+  };
+
+  static bool IsInequality(const Expr& e, uint32_t x) {
+    if (e.node(x).kind != Kind::kRelation) return false;
+    const std::string_view ops = e.text(x);
+    return !ops.empty() && ops.find_first_not_of("<l>g") == std::string_view::npos;
+  }
+
+  End Finite(const Expr& e, uint32_t node) {
+    if (const int s = InfinitySign(e, node); s != 0) return End{nullptr, 0, s};
+    return End{&e, node, 0};
+  }
+  End Exact(BigRational v) {
+    Expr& s = scratch_.emplace_back();
+    s.root = s.AddNumber(std::move(v));
+    return End{&s, s.root, 0};
+  }
+
+  // `node` as k·var + c with exact rationals k ≠ 0 and c, where var is a label.
+  static bool Linear(const Expr& e, uint32_t node, uint32_t* var, BigRational* k, BigRational* c,
+                     Budget& budget) {
+    const Node& n = e.node(node);
+    if (IsLabel(e, node) &&
+        !(n.kind == Kind::kMul && e.node(e.kids(node)[0]).kind == Kind::kNumber)) {
+      *var = node;
+      *k = BigRational(1);
+      *c = BigRational(0);
+      return true;
+    }
+    if (n.kind == Kind::kNeg) {
+      if (!Linear(e, e.kids(node)[0], var, k, c, budget)) return false;
+      *k = BigRational::Sub(BigRational(0), *k, budget).value_or(BigRational(0));
+      *c = BigRational::Sub(BigRational(0), *c, budget).value_or(BigRational(0));
+      return !k->sign() == 0;
+    }
+    if (n.kind == Kind::kMul && n.num_children == 2 &&
+        e.node(e.kids(node)[0]).kind == Kind::kNumber && IsLabel(e, e.kids(node)[1])) {
+      *var = e.kids(node)[1];
+      *k = e.number(e.kids(node)[0]);
+      *c = BigRational(0);
+      return !k->sign() == 0;
+    }
+    if (n.kind == Kind::kAdd) {
+      bool found = false;
+      BigRational offset(0);
+      for (uint32_t t : e.kids(node)) {
+        if (e.node(t).kind == Kind::kNumber) {
+          offset = BigRational::Add(offset, e.number(t), budget).value_or(BigRational(0));
+        } else if (!found && Linear(e, t, var, k, c, budget) && c->sign() == 0) {
+          found = true;
+        } else {
+          return false;
+        }
+      }
+      *c = offset;
+      return found;
+    }
+    return false;
+  }
+
+  // The intervals of an interval, a union of intervals, an open pair against an inequality, or
+  // an inequality (chain) in one variable, whose label is returned in `var`.
+  bool Intervals(const Expr& e, uint32_t x, std::vector<Interval>* out, const Expr** var_expr,
+                 uint32_t* var) {
+    const Node& n = e.node(x);
+    if (n.kind == Kind::kInterval ||
+        (n.kind == Kind::kTuple && n.num_children == 2 && (n.flags & kBareList) == 0)) {
+      out->push_back(Interval{Finite(e, e.kids(x)[0]), Finite(e, e.kids(x)[1]),
+                              n.kind == Kind::kInterval && (n.flags & 1) != 0,
+                              n.kind == Kind::kInterval && (n.flags & 2) != 0});
+      return true;
+    }
+    if (n.kind == Kind::kUnion) {
+      for (uint32_t k : e.kids(x)) {
+        if (!Intervals(e, k, out, var_expr, var)) return false;
+      }
+      return true;
+    }
+    if (!IsInequality(e, x)) return false;
+    std::string ops(e.text(x));
+    std::vector<uint32_t> operands(e.kids(x).begin(), e.kids(x).end());
+    Canonical(&ops, &operands);
+    if (ops.find_first_not_of("<l") != std::string::npos || operands.size() > 3) return false;
+    // Which operand holds the variable: the middle of three, else the one with free symbols.
+    size_t vi = 1;
+    if (operands.size() == 2) {
+      const bool left = !FreeSymbols(e, operands[0]).empty();
+      const bool right = !FreeSymbols(e, operands[1]).empty();
+      if (left == right) return false;
+      vi = left ? 0 : 1;
+    }
+    for (size_t i = 0; i < operands.size(); ++i) {
+      if (i != vi && !FreeSymbols(e, operands[i]).empty()) return false;
+    }
+    uint32_t v = 0;
+    BigRational k(1), c(0);
+    if (!Linear(e, operands[vi], &v, &k, &c, budget_)) return false;
+    Interval iv;
+    iv.lo = vi == 0 ? End{nullptr, 0, -1} : Finite(e, operands[vi - 1]);
+    iv.hi = vi + 1 == operands.size() ? End{nullptr, 0, 1} : Finite(e, operands[vi + 1]);
+    iv.lo_closed = vi > 0 && ops[vi - 1] == 'l';
+    iv.hi_closed = vi + 1 < operands.size() && ops[vi] == 'l';
+    if (!(k == BigRational(1)) || !c.sign() == 0) {
+      // k·v + c between the ends: v between (end − c)/k, turned around when k < 0.
+      for (End* end : {&iv.lo, &iv.hi}) {
+        if (end->e == nullptr) {
+          if (k.sign() < 0) end->sign = -end->sign;
+          continue;
+        }
+        const std::optional<BigRational> value = EvaluateExact(*end->e, end->node, budget_);
+        if (!value) return false;
+        const std::optional<BigRational> shifted = BigRational::Sub(*value, c, budget_);
+        if (!shifted) return false;
+        const std::optional<BigRational> scaled = BigRational::Div(*shifted, k, budget_);
+        if (!scaled) return false;
+        *end = Exact(*scaled);
+      }
+      if (k.sign() < 0) {
+        std::swap(iv.lo, iv.hi);
+        std::swap(iv.lo_closed, iv.hi_closed);
+      }
+    }
+    // |v| between a ≥ 0 and b is v in [−b, −a] ∪ [a, b].
+    if (e.node(v).kind == Kind::kFunction && e.text(v) == "abs" && iv.lo.e != nullptr) {
+      const std::optional<BigRational> lo = EvaluateExact(*iv.lo.e, iv.lo.node, budget_);
+      if (lo && lo->sign() >= 0 && iv.hi.e != nullptr) {
+        const std::optional<BigRational> hi = EvaluateExact(*iv.hi.e, iv.hi.node, budget_);
+        if (!hi) return false;
+        const BigRational zero(0);
+        const std::optional<BigRational> neg_lo = BigRational::Sub(zero, *lo, budget_);
+        const std::optional<BigRational> neg_hi = BigRational::Sub(zero, *hi, budget_);
+        if (!neg_lo || !neg_hi) return false;
+        out->push_back(Interval{Exact(*neg_hi), Exact(*neg_lo), iv.hi_closed, iv.lo_closed});
+        out->push_back(iv);
+        *var_expr = &e;
+        *var = e.kids(v)[0];
+        return true;
+      }
+    }
+    out->push_back(iv);
+    *var_expr = &e;
+    *var = v;
+    return true;
+  }
+
+  bool EndEq(const End& a, const End& b) {
+    if (a.e == nullptr || b.e == nullptr)
+      return a.e == nullptr && b.e == nullptr && a.sign == b.sign;
+    return Eq(*a.e, a.node, *b.e, b.node);
+  }
+  bool SameIntervals(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+    auto covered = [&](const std::vector<Interval>& from, const std::vector<Interval>& to) {
+      for (const Interval& f : from) {
+        bool found = false;
+        for (const Interval& t : to) {
+          if (f.lo_closed == t.lo_closed && f.hi_closed == t.hi_closed && EndEq(f.lo, t.lo) &&
+              EndEq(f.hi, t.hi)) {
+            found = true;
+            break;
+          }
+        }
+        if (!found) return false;
+      }
+      return true;
+    };
+    return covered(a, b) && covered(b, a);
   }
 
   // ℝ written as \\mathbb{R} (a lone symbol R, which only counts against another form of the real
@@ -209,6 +600,41 @@ class Comparer {
     if (ka.size() != kb.size()) return false;
     for (size_t i = 0; i < ka.size(); ++i) {
       if (!Eq(a, ka[i], b, kb[i])) return false;
+    }
+    return true;
+  }
+
+  static bool AllLabelled(const Expr& e, uint32_t x) {
+    for (uint32_t k : e.kids(x)) {
+      if (!LabelledValue(e, k)) return false;
+    }
+    return true;
+  }
+
+  // Two bare lists, `a` the answer's and `b` the reference's: each element of the reference is
+  // paired with an element of the answer of its own (a repeat in the reference is a multiplicity:
+  // "1, 1, 2, 3, 5" is not "1, 2, 3, 5"), and every element of the answer matches one of the
+  // reference (a solution listed twice is still that solution).
+  bool Matching(const Expr& a, uint32_t x, const Expr& b, uint32_t y) {
+    const auto ka = a.kids(x), kb = b.kids(y);
+    std::vector<bool> used(ka.size(), false);
+    for (uint32_t r : kb) {
+      bool found = false;
+      for (size_t t = 0; t < ka.size() && !found; ++t) {
+        if (!used[t] && Eq(a, ka[t], b, r)) used[t] = found = true;
+      }
+      if (!found) return false;
+    }
+    for (size_t t = 0; t < ka.size(); ++t) {
+      if (used[t]) continue;
+      bool found = false;
+      for (uint32_t r : kb) {
+        if (Eq(a, ka[t], b, r)) {
+          found = true;
+          break;
+        }
+      }
+      if (!found) return false;
     }
     return true;
   }
@@ -414,6 +840,7 @@ class Comparer {
   }
 
   Budget& budget_;
+  std::deque<Expr> scratch_;  // computed interval ends
 };
 
 }  // namespace

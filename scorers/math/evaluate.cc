@@ -213,6 +213,19 @@ std::optional<Complex> EvaluateAt(const Expr& e, uint32_t node, const Point& poi
         }
         return finite(r);
       }
+      // A negative real to a rational power p/q with q odd is real, as an odd root is:
+      // x^{2/3} is (∛x)², so it agrees with "\sqrt[3]{x}^2" for every real x.
+      if (a->imag() == 0 && a->real() < 0 && b->imag() == 0) {
+        for (int q = 3; q <= 15; q += 2) {
+          const long double pq = b->real() * q;
+          const long double p = std::round(pq);
+          if (std::abs(pq - p) <= 1e-12L * std::max(1.0L, std::abs(pq))) {
+            const long double magnitude = std::pow(-a->real(), b->real());
+            const bool odd = std::fmod(std::abs(p), 2.0L) == 1.0L;
+            return finite(Complex(odd ? -magnitude : magnitude, 0));
+          }
+        }
+      }
       return finite(std::pow(*a, *b));
     }
     case Kind::kRoot: {

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace rlscore::scorers::math {
 namespace {
@@ -121,6 +122,45 @@ uint32_t Expr::Add(Kind kind, std::span<const uint32_t> kids, uint32_t payload, 
   children.insert(children.end(), kids.begin(), kids.end());
   nodes.push_back(n);
   return static_cast<uint32_t>(nodes.size() - 1);
+}
+
+uint32_t Expr::Graft(const Expr& from, uint32_t node, int plus_minus) {
+  const Node& n = from.node(node);
+  std::vector<uint32_t> kids;
+  kids.reserve(n.num_children);
+  for (uint32_t k : from.kids(node)) kids.push_back(Graft(from, k, plus_minus));
+  switch (n.kind) {
+    case Kind::kNumber: {
+      const uint32_t copy = AddNumber(from.number(node));
+      nodes[copy].flags = n.flags;
+      return copy;
+    }
+    case Kind::kConstant:
+      return AddConstant(static_cast<Constant>(n.payload));
+    case Kind::kSymbol:
+    case Kind::kText:
+    case Kind::kChoice:
+      return AddText(n.kind, from.text(node));
+    case Kind::kPlusMinus:
+      if (plus_minus != 0) {
+        const bool plus = (plus_minus > 0) != (n.flags == 1);  // \mp flips the sign
+        if (!plus) kids.back() = Add(Kind::kNeg, {kids.back()});
+        return kids.size() == 1 ? kids[0] : Add(Kind::kAdd, kids);
+      }
+      break;
+    case Kind::kFunction:
+    case Kind::kRelation:
+    case Kind::kWithUnit: {
+      const uint32_t name = AddString(from.text(node));
+      return Add(n.kind, kids, name, n.flags);
+    }
+    default:
+      break;
+  }
+  const uint32_t copy = Add(n.kind, kids, n.payload, n.flags);
+  nodes[copy].rows = n.rows;
+  nodes[copy].cols = n.cols;
+  return copy;
 }
 
 std::string Expr::DebugString(uint32_t i) const {

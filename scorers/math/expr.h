@@ -50,7 +50,8 @@ enum class Kind : uint8_t {
   kRelation,   // a chain a R b R c: children are the operands; payload indexes Expr::strings,
               // one character per relation: '=', '!' (≠), '<', 'l' (≤), '>', 'g' (≥), '~' (≈)
   kSet,       // {a, b, c}: unordered
-  kTuple,     // (a, b): ordered; also a bare comma list
+  kTuple,     // (a, b): ordered; flags bit 0 (kBareList): a list written without brackets
+              // ("2, -3", several boxes), which is unordered
   kInterval,  // {lo, hi}; flags: bit 0 left closed, bit 1 right closed
   kUnion,     // A ∪ B ∪ …: children are sets or intervals
   kEmptySet,  // ∅, \emptyset, \varnothing, {}
@@ -61,6 +62,9 @@ enum class Kind : uint8_t {
 };
 
 enum class Constant : uint8_t { kPi, kE, kI, kInfinity };
+
+// Node::flags of a kTuple written without brackets.
+inline constexpr uint8_t kBareList = 1;
 
 struct Node {
   Kind kind;
@@ -97,6 +101,11 @@ class Expr {
                uint8_t flags = 0) {
     return Add(kind, std::span<const uint32_t>(kids.begin(), kids.size()), payload, flags);
   }
+
+  // Copies the subtree of `from` at `node` into this expression and returns its root here.
+  // `plus_minus` > 0 copies every a ± b as a + b, < 0 as a − b (\mp the other way), 0 keeps it.
+  // Recursion follows the tree's height, which the parser bounds.
+  uint32_t Graft(const Expr& from, uint32_t node, int plus_minus = 0);
 
   const Node& node(uint32_t i) const { return nodes[i]; }
   std::span<const uint32_t> kids(uint32_t i) const {

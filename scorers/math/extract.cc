@@ -27,8 +27,13 @@ string_view Clean(string_view s) {
   for (;;) {
     const size_t before = s.size();
     s = Trim(s);
-    while (!s.empty() && (s.front() == '$' || s.front() == '*' || s.front() == '`')) {
-      s.remove_prefix(1);
+    while (!s.empty() && (s.front() == '$' || s.front() == '*' || s.front() == '`' ||
+                          s.front() == '=' || s.front() == ':' || s.front() == '"')) {
+      s.remove_prefix(1);  // "= \frac{10}{9}": the rest of a relation whose left side was prose
+    }
+    if (s.starts_with("\\\"")) s.remove_prefix(2);  // a quote escaped by the JSON it came from
+    while (!s.empty() && s.back() == '"') {
+      s.remove_suffix(s.size() >= 2 && s[s.size() - 2] == '\\' ? 2 : 1);
     }
     while (!s.empty() && (s.back() == '$' || s.back() == '*' || s.back() == '.' ||
                           s.back() == ',' || s.back() == ';' || s.back() == '`')) {
@@ -66,8 +71,9 @@ struct Box {
   string_view content;  // inside the braces
 };
 
-// Every \boxed{…} / \fbox{…} in order; `cut` when the last one never closes.
-std::vector<Box> FindBoxes(string_view s, bool* cut) {
+// Every \boxed{…} / \fbox{…} in order; `cut` when the last one never closes (with
+// `open_to_end`, that one is kept, running to the end of the text).
+std::vector<Box> FindBoxes(string_view s, bool* cut, bool open_to_end) {
   std::vector<Box> boxes;
   *cut = false;
   size_t i = 0;
@@ -87,6 +93,7 @@ std::vector<Box> FindBoxes(string_view s, bool* cut) {
       const size_t close = MatchBrace(s, j);
       if (close == string_view::npos) {
         *cut = true;  // everything after it is inside the unterminated box
+        if (open_to_end) boxes.push_back({i, s.size(), s.substr(j + 1)});
         return boxes;
       }
       boxes.push_back({i, close + 1, s.substr(j + 1, close - j - 1)});
@@ -107,6 +114,42 @@ std::vector<Box> FindBoxes(string_view s, bool* cut) {
 bool IsLabelStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool IsLabelChar(char c) { return IsLabelStart(c) || IsDigit(c) || c == '_'; }
 
+// A few words (a unit, "for part (a)") that end with "and" / "or" / ',': no digits, no math.
+bool EndsWithConnector(string_view t) {
+  while (!t.empty() && (IsSpace(t.back()) || t.back() == '}' || t.back() == '$')) {
+    t.remove_suffix(1);
+  }
+  size_t cut = 0;
+  if (t.ends_with(",")) {
+    cut = 1;
+  } else if (t.ends_with(" and") || t == "and") {
+    cut = 3;
+  } else if (t.ends_with(" or") || t == "or") {
+    cut = 2;
+  } else {
+    return false;
+  }
+  t.remove_suffix(cut);
+  size_t words = 0;
+  bool in_word = false;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const char c = t[i];
+    if (t.compare(i, 6, "\\text{") == 0) {
+      i += 5;
+      in_word = false;
+      continue;
+    }
+    if (IsLabelStart(c)) {
+      if (!in_word) ++words;
+      in_word = true;
+      continue;
+    }
+    in_word = false;
+    if (!(IsSpace(c) || c == '(' || c == ')' || c == '}' || c == '$')) return false;
+  }
+  return words <= 4;
+}
+
 // True when `between` only separates parts of one answer: commas, "and", spaces, '$', \quad.
 bool OnlySeparators(string_view between) {
   size_t i = 0;
@@ -118,10 +161,18 @@ bool OnlySeparators(string_view between) {
       i += 3;
     } else if (between.compare(i, 5, "\\quad") == 0) {
       i += 5;
+    } else if (between.compare(i, 2, "\\(") == 0 || between.compare(i, 2, "\\)") == 0 ||
+               between.compare(i, 2, "\\[") == 0 || between.compare(i, 2, "\\]") == 0) {
+      i += 2;  // "\(\boxed{1}\) and \(\boxed{-2}\)": one answer typeset in two pieces
+    } else if (between.compare(i, 2, "or") == 0 &&
+               (i + 2 == between.size() || !IsLabelChar(between[i + 2]))) {
+      i += 2;
     } else if (between.compare(i, 7, "\\text{ ") == 0 || between.compare(i, 6, "\\text{") == 0) {
       i += between.compare(i, 7, "\\text{ ") == 0 ? 7 : 6;
     } else if (c == '}' || c == '\\' || c == ' ' || c == '=') {
       ++i;
+    } else if (IsLabelStart(c) && EndsWithConnector(between.substr(i))) {
+      return true;  // "\boxed{1} papers and \boxed{2}", "\boxed{3} \text{ for part (a) and }"
     } else if (IsLabelStart(c)) {
       // A short label before '=' ("x = \boxed{3}, y = \boxed{5}"): letters, digits, '_'.
       size_t j = i;
@@ -164,6 +215,19 @@ struct Span {
   size_t end;
 };
 
+// For a '$' at `i` followed by a space: the '$' that closes it when the content begins with a
+// LaTeX command ("$ \frac{1}{2} $"), within the paragraph; else npos.
+size_t SpacedMathClose(string_view s, size_t i) {
+  size_t j = i + 1;
+  while (j < s.size() && IsSpace(s[j]) && s[j] != '\n') ++j;
+  if (j + 1 >= s.size() || s[j] != '\\' || !IsLabelStart(s[j + 1])) return string_view::npos;
+  for (size_t k = j; k < s.size(); ++k) {
+    if (s[k] == '\n' && k + 1 < s.size() && s[k + 1] == '\n') return string_view::npos;
+    if (s[k] == '$' && !IsEscaped(s, k)) return k;
+  }
+  return string_view::npos;
+}
+
 // Every complete math environment ($…$, $$…$$, \(…\), \[…\]), in order. Linear.
 std::vector<Span> MathEnvironments(string_view s) {
   std::vector<Span> envs;
@@ -178,6 +242,13 @@ std::vector<Span> MathEnvironments(string_view s) {
         continue;
       }
       if (!CanOpen(s, i)) {
+        // "$ \begin{pmatrix}…\end{pmatrix} $": spaces inside, but a LaTeX command first, which
+        // no amount of currency starts with.
+        if (const size_t close = SpacedMathClose(s, i); close != string_view::npos) {
+          envs.push_back({i + 1, close});
+          i = close + 1;
+          continue;
+        }
         ++i;
         continue;
       }
@@ -203,6 +274,32 @@ std::vector<Span> MathEnvironments(string_view s) {
     }
   }
   return envs;
+}
+
+// True when one math environment holds both [begin, end): boxes typeset in one formula
+// ("$\boxed{3} \text{ for (a) and } \boxed{5}$") are one answer.
+bool InOneEnvironment(const std::vector<Span>& envs, size_t begin, size_t end) {
+  for (const Span& env : envs) {
+    if (env.begin <= begin && end <= env.end) return true;
+  }
+  return false;
+}
+
+// The section up to a chat template's end-of-turn token ("<|im_end|>", "<|im_start|>user",
+// "<|endoftext|>", "<|eot_id|>"): what follows one is not the model's answer.
+string_view BeforeEndOfTurn(string_view s) {
+  size_t from = 0;
+  while ((from = s.find("<|", from)) != string_view::npos) {
+    const size_t close = s.find("|>", from + 2);
+    if (close == string_view::npos || close - from > 32) break;
+    const string_view name = s.substr(from + 2, close - from - 2);
+    const bool token = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return IsLabelChar(c) || c == '-';
+    });
+    if (token && !Trim(s.substr(0, from)).empty()) return s.substr(0, from);
+    from = close + 2;
+  }
+  return s;
 }
 
 // The sentence that starts at `i`: up to a '.' followed by a space or the end (a decimal point
@@ -240,6 +337,26 @@ bool IsMathToken(string_view t) {
          t == "\xCF\x80" /* π */;
 }
 
+// A closing remark that holds no answer: "I hope it is correct", "Hope this helps".
+bool IsSignOff(string_view sentence) {
+  for (string_view opener : {"i hope", "hope this", "hope it", "let me know"}) {
+    if (sentence.size() >= opener.size()) {
+      bool same = true;
+      for (size_t k = 0; k < opener.size() && same; ++k) same = Lower(sentence[k]) == opener[k];
+      if (same) return true;
+    }
+  }
+  return false;
+}
+
+// The whitespace-separated token that ends before `end` (after `start`).
+string_view PreviousToken(string_view s, size_t start, size_t end) {
+  while (end > start && IsSpace(s[end - 1])) --end;
+  size_t b = end;
+  while (b > start && !IsSpace(s[b - 1])) --b;
+  return s.substr(b, end - b);
+}
+
 // The last number or expression of the section's final sentence, and where it starts: the last
 // run of math-like tokens ("7 marbles" → "7", "(3, 4)", "4.5 × 10^9", "−8°C", "2√3").
 std::optional<Span> LastExpressionOfFinalSentence(string_view s) {
@@ -252,6 +369,12 @@ std::optional<Span> LastExpressionOfFinalSentence(string_view s) {
   for (size_t j = end; j-- > 0;) {
     if (s[j] == '\n' || (s[j] == '.' && j + 1 < end && IsSpace(s[j + 1]))) {
       start = j + 1;
+      // "… is 12. I hope it is correct.": a sign-off is not the final sentence.
+      if (IsSignOff(Trim(s.substr(start, end - start)))) {
+        end = j;
+        start = 0;
+        continue;
+      }
       break;
     }
   }
@@ -267,6 +390,9 @@ std::optional<Span> LastExpressionOfFinalSentence(string_view s) {
     // Trim word characters glued to a number's end ("7th" no; "8°C" keeps its unit to the lexer).
     if (IsMathToken(token)) {
       run = Span{b, run ? run->end : j};
+    } else if (run && (token == "and" || token == "or") && b > start &&
+               IsMathToken(PreviousToken(s, start, b))) {
+      // "12 and 13": one answer of two parts.
     } else if (run) {
       break;  // a word before the run ends it
     }
@@ -304,6 +430,39 @@ bool IsLeadingFiller(string_view word) {
   return false;
 }
 
+// "The largest $n$ is 34", "the volume of $ABCD$ is 120": after an answer phrase, a sentence
+// that names what it gives before "is" / "are" / "equals" / "was" gives its value after it. What
+// precedes the verb must be a name: words and at least one formula that holds a letter, no digit
+// and no relation. So "is $5$, which is the least" keeps its 5, and "(B) because it is
+// increasing" its (B).
+string_view AfterNamingCopula(string_view t) {
+  const std::vector<Span> envs = MathEnvironments(t);
+  size_t env = 0;
+  bool named = false;  // a name in math before the verb: "$n$"
+  for (size_t i = 0; i < t.size(); ++i) {
+    if (env < envs.size() && i >= envs[env].begin - 1) {
+      const string_view math = t.substr(envs[env].begin, envs[env].end - envs[env].begin);
+      const bool name = std::any_of(math.begin(), math.end(), IsLabelStart) &&
+                        std::none_of(math.begin(), math.end(), [](char c) {
+                          return IsDigit(c) || c == '=' || c == '<' || c == '>';
+                        });
+      if (!name) return t;
+      named = true;
+      i = envs[env].end;  // the closing delimiter's first byte
+      ++env;
+      continue;
+    }
+    if (IsDigit(t[i])) return t;
+    for (string_view verb : {" is ", " are ", " equals ", " was "}) {
+      if (named && t.compare(i, verb.size(), verb) == 0) {
+        const string_view rest = Trim(t.substr(i + verb.size()));
+        if (!rest.empty()) return rest;
+      }
+    }
+  }
+  return t;
+}
+
 // The answer in the sentence after "the answer is": a math environment when there is one, else
 // the text up to the first clause break (", because", " (", …), bold and fillers removed.
 string_view PhraseAnswer(string_view sentence) {
@@ -319,6 +478,7 @@ string_view PhraseAnswer(string_view sentence) {
       t.remove_prefix(w < t.size() && t[w] == ',' ? w + 1 : w);
     if (t.size() == before) break;
   }
+  t = AfterNamingCopula(t);
   const std::vector<Span> envs = MathEnvironments(t);
   if (!envs.empty()) return t.substr(envs.front().begin, envs.front().end - envs.front().begin);
   // Bold: "is **12** units" → "12"; "(B)** The other options" → "(B)" (a closing bold ends it).
@@ -343,41 +503,8 @@ string_view PhraseAnswer(string_view sentence) {
 
 }  // namespace
 
-ExtractedAnswer ExtractAnswer(string_view s) {
-  ExtractedAnswer out;
-  bool cut = false;
-  const std::vector<Box> boxes = FindBoxes(s, &cut);
-  if (cut) {
-    out.detail = "unterminated \\boxed{: the generation was cut";
-    return out;
-  }
-  if (!boxes.empty()) {
-    size_t first = boxes.size() - 1;
-    while (
-        first > 0 && boxes.size() - first < kMaxParts &&
-        OnlySeparators(s.substr(boxes[first - 1].end, boxes[first].begin - boxes[first - 1].end))) {
-      --first;
-    }
-    for (size_t b = first; b < boxes.size(); ++b) {
-      out.parts.emplace_back(Clean(boxes[b].content));
-    }
-    out.detail = boxes.size() - first > 1 ? "boxes (multi-part)" : "last \\boxed{}";
-    return out;
-  }
-  if (const size_t open = s.rfind("<answer>"); open != string_view::npos) {
-    const size_t close = s.find("</answer>", open);
-    if (close != string_view::npos) {
-      // The tags may hold a sentence ("<answer>The answer is 42</answer>"): extract within it,
-      // and take the whole content when nothing more specific is there.
-      const string_view content = s.substr(open + 8, close - open - 8);
-      ExtractedAnswer inner = ExtractAnswer(content);
-      if (inner.parts.empty() || inner.detail == "last expression of the final sentence") {
-        inner.parts.assign(1, std::string(Clean(content)));
-      }
-      inner.detail = "<answer> tags";
-      return inner;
-    }
-  }
+// The last answer phrase: where it starts and its length.
+std::pair<size_t, size_t> LastAnswerPhrase(string_view s) {
   size_t best = string_view::npos;
   size_t best_len = 0;
   for (string_view phrase :
@@ -388,8 +515,83 @@ ExtractedAnswer ExtractAnswer(string_view s) {
       best_len = phrase.size();
     }
   }
-  if (best != string_view::npos) {
-    const string_view answer = Clean(PhraseAnswer(SentenceFrom(s, best + best_len)));
+  return {best, best_len};
+}
+
+// A phrase answer that is a prose sentence ("Jane started growing Sphere 3 hours ago") gives the
+// last number or expression in it; a short one ("12 apples", "all real numbers") stays whole.
+string_view ValueOfProse(string_view answer) {
+  size_t words = 0;
+  for (size_t i = 0; i < answer.size();) {
+    size_t j = i;
+    while (j < answer.size() && IsLabelStart(answer[j])) ++j;
+    const string_view word = answer.substr(i, j - i);
+    if (word.size() >= 2 && word != "and" && word != "or") ++words;
+    i = j == i ? i + 1 : j;
+  }
+  if (words < 3 || !MathEnvironments(answer).empty()) return answer;
+  const std::optional<Span> last = LastExpressionOfFinalSentence(answer);
+  return last ? answer.substr(last->begin, last->end - last->begin) : answer;
+}
+
+ExtractedAnswer ExtractAnswer(string_view s, Source source) {
+  ExtractedAnswer out;
+  const bool reference = source == Source::kReference;
+  s = BeforeEndOfTurn(s);
+  bool cut = false;
+  const std::vector<Box> boxes = FindBoxes(s, &cut, reference);
+  if (cut && !reference) {
+    out.detail = "unterminated \\boxed{: the generation was cut";
+    return out;
+  }
+  const auto [phrase, phrase_len] = LastAnswerPhrase(s);
+  // "… \boxed{255} … Final Answer: The final answer is $10,455$.": the statement written after
+  // the last box is the final one, when it holds a value.
+  if (!boxes.empty() && phrase != string_view::npos && phrase > boxes.back().end && phrase >= 6 &&
+      FindLastCaseless(s.substr(phrase - 6, 6), "final ") == 0) {
+    const string_view answer = Clean(PhraseAnswer(SentenceFrom(s, phrase + phrase_len)));
+    if (std::any_of(answer.begin(), answer.end(), IsDigit)) {
+      out.parts.emplace_back(answer);
+      out.detail = "answer phrase after the last box";
+      return out;
+    }
+  }
+  if (!boxes.empty()) {
+    size_t first = boxes.size() - 1;
+    const std::vector<Span> envs = MathEnvironments(s);
+    while (first > 0 && boxes.size() - first < kMaxParts &&
+           (OnlySeparators(
+                s.substr(boxes[first - 1].end, boxes[first].begin - boxes[first - 1].end)) ||
+            InOneEnvironment(envs, boxes[first - 1].begin, boxes[first].end))) {
+      --first;
+    }
+    for (size_t b = first; b < boxes.size(); ++b) {
+      const string_view part = Clean(boxes[b].content);
+      // "\boxed{5} … \boxed{5}": one answer said twice is one part.
+      if (std::find(out.parts.begin(), out.parts.end(), part) == out.parts.end()) {
+        out.parts.emplace_back(part);
+      }
+    }
+    out.detail = boxes.size() - first > 1 ? "boxes (multi-part)" : "last \\boxed{}";
+    return out;
+  }
+  if (const size_t open = s.rfind("<answer>"); open != string_view::npos) {
+    const size_t close = s.find("</answer>", open);
+    if (close != string_view::npos) {
+      // The tags may hold a sentence ("<answer>The answer is 42</answer>"): extract within it,
+      // and take the whole content when nothing more specific is there.
+      const string_view content = s.substr(open + 8, close - open - 8);
+      ExtractedAnswer inner = ExtractAnswer(content, source);
+      if (inner.parts.empty() || inner.detail == "last expression of the final sentence") {
+        inner.parts.assign(1, std::string(Clean(content)));
+      }
+      inner.detail = "<answer> tags";
+      return inner;
+    }
+  }
+  if (phrase != string_view::npos) {
+    const string_view answer =
+        Clean(ValueOfProse(Clean(PhraseAnswer(SentenceFrom(s, phrase + phrase_len)))));
     if (!answer.empty()) {
       out.parts.emplace_back(answer);
       out.detail = "answer phrase";

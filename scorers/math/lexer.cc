@@ -299,12 +299,40 @@ constexpr std::string_view kGreek[] = {
     "upsilon", "phi",    "chi",   "psi",     "omega",   "Gamma",   "Delta", "Theta", "Lambda",
     "Xi",      "Pi",     "Sigma", "Upsilon", "Phi",     "Psi",     "Omega"};
 
+// A command name the lexer or the parser interprets (for reading a doubled backslash).
+bool IsKnownCommand(std::string_view name) {
+  static constexpr std::string_view kPrimary[] = {
+      "frac", "sqrt",   "binom",  "pi",    "infty", "in",  "emptyset", "begin",
+      "end",  "lfloor", "rfloor", "lceil", "rceil", "i",   "choose",   "bmod",
+      "pmod", "mod",    "sum",    "prod",  "notin", "cap", "setminus"};
+  if (Contains(kPrimary, name) || Contains(kSkipCommands, name) || Contains(kTextCommands, name) ||
+      Contains(kTransparentCommands, name) || Contains(kDegreeCommands, name) ||
+      Contains(kFunctions, name) || Contains(kGreek, name)) {
+    return true;
+  }
+  for (const CommandOp& o : kCommandOps) {
+    if (o.name == name) return true;
+  }
+  for (const Alias& a : kCommandAliases) {
+    if (a.from == name) return true;
+  }
+  return false;
+}
+
 class Lexer {
  public:
   Lexer(std::string_view src, Budget& budget, std::vector<Token>& out)
       : src_(src), budget_(budget), out_(out) {}
 
   absl::Status Run() {
+    // A bare ',' groups thousands only when every ',' between digits is followed by exactly
+    // three: in "27,54,108,135,189" none does (a list), in "7,425,000" all do.
+    for (size_t i = 1; i + 1 < src_.size(); ++i) {
+      if (src_[i] == ',' && IsDigit(src_[i - 1]) && IsDigit(src_[i + 1]) && !ThreeDigitsAt(i + 1)) {
+        bare_comma_groups_ = false;
+        break;
+      }
+    }
     while (p_ < src_.size()) {
       absl::Status s = Step();
       if (!s.ok()) return s;
@@ -436,8 +464,12 @@ class Lexer {
   // spaces), 0 when there is none.
   size_t SeparatorAt(size_t i) const {
     // ",\!" is the MATH dataset's own thousands separator ("10,\!000"): unambiguous anywhere.
-    if (StartsWith(i, ",\\!")) return 3;
-    if (At(i) == ',') return paren_depth_ == 0 ? 1 : 0;
+    if (StartsWith(i, ",\\!")) {  // "11,\! 111": spaces may follow
+      size_t n = 3;
+      while (At(i + n) == ' ') ++n;
+      return n;
+    }
+    if (At(i) == ',') return paren_depth_ == 0 && bare_comma_groups_ ? 1 : 0;
     if (At(i) == ' ' && At(i + 1) != ' ') return 1;  // "1 000 000"; ThreeDigitsAt() decides
     if (StartsWith(i, "{,}")) return 3;
     if (StartsWith(i, "\\,") || StartsWith(i, "\\ ")) return 2;
@@ -652,6 +684,18 @@ class Lexer {
         if (paren_depth_ > 0) --paren_depth_;
         return Emit(TokenKind::kOp, 'T', "\\}");
       case '\\': {
+        // "\\\\frac", "\\\\boxed": a backslash doubled by a JSON or Python escaping mistake,
+        // which Math-Verify also reads through. Only before a command this lexer knows and
+        // outside environments, where "\\\\" is a row break and a cell may start with letters.
+        if (env_depth_ == 0 && IsAlpha(At(p_))) {
+          size_t end = p_;
+          while (IsAlpha(At(end))) ++end;
+          const std::string_view name = src_.substr(p_, end - p_);
+          if (IsKnownCommand(name)) {
+            p_ = end;
+            return Command(name);
+          }
+        }
         // A row break may carry extra spacing: "\\\\[4pt]", "\\\\[2mm]".
         if (At(p_) == '[') {
           size_t q = p_ + 1;
@@ -683,6 +727,16 @@ class Lexer {
   }
 
   absl::Status Command(std::string_view name) {
+    // "\quadx_2": spacing glued to the letters after it (NuminaMath writes this).
+    if (!IsKnownCommand(name)) {
+      for (std::string_view spacing : {"qquad", "quad"}) {
+        if (name.size() > spacing.size() && name.starts_with(spacing)) {
+          p_ -= name.size() - spacing.size();
+          space_ = true;
+          return absl::OkStatus();
+        }
+      }
+    }
     if (Contains(kSkipCommands, name)) {
       if (Contains(kDelimiterSizers, name)) {
         SkipSpaces();
@@ -719,6 +773,11 @@ class Lexer {
           if (At(p_) != '}') return absl::InvalidArgumentError("unterminated array column spec");
           ++p_;
         }
+      }
+      if (name == "begin") {
+        ++env_depth_;
+      } else if (env_depth_ > 0) {
+        --env_depth_;
       }
       return Emit(name == "begin" ? TokenKind::kBeginEnv : TokenKind::kEndEnv, 0, env);
     }
@@ -769,7 +828,9 @@ class Lexer {
   size_t p_ = 0;
   bool space_ = false;
   int text_depth_ = 0;
-  int paren_depth_ = 0;  // of ( [ \{ — a bare ',' inside them separates items
+  int paren_depth_ = 0;            // of ( [ \{ — a bare ',' inside them separates items
+  int env_depth_ = 0;              // of \begin{…}
+  bool bare_comma_groups_ = true;  // a bare ',' may separate thousands (see Run())
   std::vector<uint8_t> braces_;
 };
 

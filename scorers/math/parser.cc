@@ -363,20 +363,45 @@ class Parser {
   }
 
   // ---- lists and expressions ----
+  // A list without brackets is a bare list (kBareList: unordered). When both ';' and ',' separate
+  // it, ';' separates solutions and ',' their components: "p=5, q=2; p=7, q=2" is two pairs.
   absl::StatusOr<uint32_t> ParseTopList() {
     std::vector<uint32_t> items;
+    std::vector<uint32_t> group;  // the ','-separated run since the last ';'
+    bool semicolon = false;
+    auto close_group = [&]() -> absl::Status {
+      if (group.size() == 1) {
+        items.push_back(group[0]);
+      } else {
+        RLSCORE_ASSIGN_OR_RETURN(uint32_t g, Make(Kind::kTuple, group, 0, kBareList));
+        items.push_back(g);
+      }
+      group.clear();
+      return absl::OkStatus();
+    };
     for (;;) {
       RLSCORE_ASSIGN_OR_RETURN(uint32_t item, ParseExpr(0));
-      items.push_back(item);
-      if (IsOp(Peek(), ',') || IsOp(Peek(), ';') || IsConnector(Peek())) {
+      group.push_back(item);
+      if (IsOp(Peek(), ';')) {
+        Next();
+        semicolon = true;
+        RLSCORE_RETURN_IF_ERROR(close_group());
+        continue;
+      }
+      if (IsOp(Peek(), ',') || IsConnector(Peek())) {
         // "3, 4, and 5": the Oxford comma's connector separates nothing more.
         if (!IsConnector(Next()) && IsConnector(Peek())) Next();
         continue;
       }
       break;
     }
+    if (!semicolon) {
+      items = std::move(group);
+    } else {
+      RLSCORE_RETURN_IF_ERROR(close_group());
+    }
     if (items.size() == 1) return items[0];
-    return Make(Kind::kTuple, items);
+    return Make(Kind::kTuple, items, 0, kBareList);
   }
 
   absl::StatusOr<uint32_t> ParseExpr(int min_prec) {
@@ -432,6 +457,14 @@ class Parser {
       if (IsOp(t, '*') || IsOp(t, '/') || UnitAhead() || StartsImplicitFactorAfter(left, t)) {
         if (min_prec > kPrecMul) break;
         RLSCORE_ASSIGN_OR_RETURN(left, ParseProductTail(left));
+        continue;
+      }
+      if (t.kind == TokenKind::kPunct && t.op == ':' && Peek(1).kind != TokenKind::kEnd) {
+        // A ratio "7:32" is the value 7/32; "V_1 : V_2 = 11 : 21" a labelled one.
+        if (min_prec > kPrecMul) break;
+        Next();
+        RLSCORE_ASSIGN_OR_RETURN(uint32_t rhs, ParseExpr(kPrecMul + 1));
+        RLSCORE_ASSIGN_OR_RETURN(left, Make(Kind::kDiv, {left, rhs}));
         continue;
       }
       if (IsOp(t, '^')) {
@@ -563,8 +596,22 @@ class Parser {
   bool IsSquareWord(const Token& t) const {
     return IsWord(t, "square") || IsWord(t, "sq") || IsWord(t, "cubic");
   }
+  // "1,000.99m²": a one-letter unit glued to a number and raised to a power that ends the answer
+  // (or one part of it) is a unit; "5m" alone stays 5·m.
+  bool GluedPoweredUnit() const {
+    const Token& t = tokens_[pos_];
+    if (t.kind != TokenKind::kWord || t.text.size() != 1 || t.space_before || t.text_mode ||
+        pos_ == 0 || tokens_[pos_ - 1].kind != TokenKind::kNumber || UnitName(t.text).empty()) {
+      return false;
+    }
+    const Token& after = tokens_[std::min(pos_ + 3, tokens_.size() - 1)];
+    return IsOp(tokens_[std::min(pos_ + 1, tokens_.size() - 1)], '^') &&
+           IsPlainInteger(tokens_[std::min(pos_ + 2, tokens_.size() - 1)]) &&
+           (after.kind == TokenKind::kEnd || IsOp(after, ',') || IsOp(after, ';'));
+  }
   bool UnitAhead() const {
     const Token& t = tokens_[pos_];
+    if (GluedPoweredUnit()) return true;
     if (IsSquareWord(t))
       return !UnitOf(tokens_[std::min(pos_ + 1, tokens_.size() - 1)], true).empty();
     return !UnitOf(t, false).empty();
@@ -576,6 +623,7 @@ class Parser {
     std::string_view square;
     if (IsSquareWord(Peek())) square = IsWord(Next(), "cubic") ? "3" : "2";
     std::string unit = UnitOf(Peek(), after_slash || !square.empty());
+    if (unit.empty() && GluedPoweredUnit()) unit = std::string(UnitName(Peek().text));
     if (unit.empty()) return Unexpected("where a unit was expected");
     Next();
     std::string digits(square);
@@ -987,7 +1035,8 @@ class Parser {
     for (;;) {
       RLSCORE_ASSIGN_OR_RETURN(uint32_t item, ParseExpr(0));
       items.push_back(item);
-      if (!IsOp(Peek(), ',')) break;
+      // "(0;-2;6)": where ',' is the decimal comma, ';' separates coordinates.
+      if (!IsOp(Peek(), ',') && !IsOp(Peek(), ';')) break;
       Next();
     }
     abs_depth_ = saved_abs;

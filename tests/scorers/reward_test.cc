@@ -389,8 +389,9 @@ TEST(Reward, RepetitionIsInTheReasoningSpan) {
       {absl::StrCat("<think>", Sv(Repeat(kPhrase, 3)), "Wait, let me double check... but wait... ",
                     "wait", "</think> \\boxed{42}"),
        true, 7, 7 + 3 * 41},
-      // The loop in the answer section is not the reasoning's.
-      {absl::StrCat("<think>short</think> ", Sv(Repeat(kPhrase, 6)), "\\boxed{42}"), false, 0, 0},
+      // A loop after </think> is a loop: the answer section is read too.
+      {absl::StrCat("<think>short</think> ", Sv(Repeat(kPhrase, 6)), "\\boxed{42}"), true, 21,
+       21 + 3 * 41},
   };
   for (size_t i = 0; i < std::size(cases); ++i) {
     const Case& c = cases[i];
@@ -586,7 +587,7 @@ TEST(Reward, SmoothRepetitionMatchesDirectCall) {
   const std::string incident = absl::StrCat("<think>", Sv(Repeat(kPhrase, 40)));
   const std::string closed =
       absl::StrCat("<think>", Sv(Repeat(kPhrase, 6)), "</think> \\boxed{42}");
-  // Distinct reasoning, repetitive answer section: the reasoning's tokens are the ones scored.
+  // Distinct reasoning, repetitive answer section: the words of both are scored.
   const std::string answer_loop =
       absl::StrCat("<think>one two three four five six seven eight nine ten</think> ",
                    Sv(Repeat(kPhrase, 6)), "\\boxed{42}");
@@ -601,9 +602,9 @@ TEST(Reward, SmoothRepetitionMatchesDirectCall) {
       {incident, std::string_view(incident).substr(7), 8, -1.0},
       {incident, std::string_view(incident).substr(7), 8, -2.0},
       {incident, std::string_view(incident).substr(7), 2, -1.0},
-      {closed, std::string_view(closed).substr(7, 6 * 41), 8, -1.0},
-      {answer_loop, "one two three four five six seven eight nine ten", 8, -1.0},
-      {short_text, "a b c", 8, -1.0},
+      {closed, std::string_view(closed).substr(7), 8, -1.0},
+      {answer_loop, std::string_view(answer_loop).substr(7), 8, -1.0},
+      {short_text, std::string_view(short_text).substr(7), 8, -1.0},
   };
   for (size_t i = 0; i < std::size(cases); ++i) {
     const Case& c = cases[i];
@@ -619,12 +620,12 @@ TEST(Reward, SmoothRepetitionMatchesDirectCall) {
     EXPECT_DOUBLE_EQ(s.repetition, direct);
     EXPECT_DOUBLE_EQ(s.total, s.accuracy + s.format + s.length + direct);
   }
-  // The three loops are really penalised, and the distinct reasoning is not.
+  // The three loops are really penalised, the one after </think> too, and a short text is not.
   Profile smooth;
   smooth.repetition.mode = RepetitionMode::kSmooth;
   EXPECT_LT(ScoreOne(In(incident), smooth).repetition, -0.9);
   EXPECT_LT(ScoreOne(In(closed), smooth).repetition, -0.5);
-  EXPECT_EQ(ScoreOne(In(answer_loop), smooth).repetition, 0.0);
+  EXPECT_LT(ScoreOne(In(answer_loop), smooth).repetition, -0.5);
   EXPECT_EQ(ScoreOne(In(short_text), smooth).repetition, 0.0);
 
   // Token ids: the smooth penalty runs over the ids.
@@ -941,10 +942,10 @@ TEST(Reward, NonThinkingModelRepetitionCoversWholeText) {
   EXPECT_EQ(s.repetition, -0.5);
   EXPECT_DOUBLE_EQ(s.total, 0.6);
 
-  // The same loop after </think> is an answer section, never looked at for a thinking model;
-  // for one that does not think it is all there is.
+  // The same loop after </think> is an answer section, read for a thinking model as well; for
+  // one that does not think it is all there is.
   const std::string tagged = absl::StrCat("<think>ok</think> ", Sv(text));
-  EXPECT_EQ(ScoreOne(In(tagged), Profile{}).repetition, 0.0);
+  EXPECT_EQ(ScoreOne(In(tagged), Profile{}).repetition, -0.5);
   EXPECT_EQ(ScoreOne(In(tagged), profile).repetition, -0.5);
 }
 

@@ -7,6 +7,7 @@
 #include <bit>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rlscore/config/v1/server_config.pb.h"
@@ -149,6 +150,60 @@ TEST(ScoreGroups, TheIncidentBatch) {
   EXPECT_EQ(window[0].truncated, 1u);
   EXPECT_EQ(window[0].repetition_fired, 1u);
   EXPECT_EQ(window[0].format_without_accuracy, 112u + 3u + 5u);
+}
+
+// A runaway generation is never neutral: a loop after </think> (or, for a model that does not
+// think, anywhere) and a final answer longer than any answer are WRONG, stay in the group's
+// statistics, and the loop pays the repetition penalty.
+TEST(ScoreGroups, RunawayAnswersAreWrongAndStayInTheStatistics) {
+  Engine engine;
+  config::v1::Profile plain;
+  plain.set_name("plain");
+  plain.mutable_tags()->set_expects_reasoning(false);
+  ASSERT_TRUE(engine.profiles.Add(plain, advantage::Options{}).ok());
+
+  constexpr char kAnswerLoop[] = "I think the answer might be 41, but let me check it again. ";
+  std::string looping_answer = "<think>6 times 7.</think> ";
+  std::string untagged_loop;
+  for (int i = 0; i < 60; ++i) {
+    looping_answer += kAnswerLoop;
+    untagged_loop += kAnswerLoop;
+  }
+  // A 17 kB list as the final answer: the integers to 3,500, in the final sentence.
+  std::string counting = "<think>Count them.</think> The numbers are";
+  for (int i = 1; i <= 3500; ++i) absl::StrAppend(&counting, " ", i, i < 3500 ? "," : "");
+  ASSERT_GT(counting.size(), 17000u);
+
+  for (const char* profile : {"default", "plain"}) {
+    SCOPED_TRACE(profile);
+    const bool thinks = std::string(profile) == "default";
+    v1::ScoreGroupsRequest request;
+    request.set_profile(profile);
+    v1::Group* group = request.add_groups();
+    group->add_references("42");
+    AddCompletion(group, thinks ? "<think>6 times 7.</think> \\boxed{42}" : "\\boxed{42}", 20);
+    AddCompletion(group, thinks ? looping_answer : untagged_loop, 900);
+    AddCompletion(group, thinks ? counting : counting.substr(counting.find("The")), 9000);
+    v1::ScoreGroupsResponse response;
+    ASSERT_TRUE(RunScoreGroups(engine.context(), request, &response).ok());
+    ASSERT_EQ(response.results_size(), 3);
+    EXPECT_EQ(response.results(0).verdict(), v1::VERDICT_CORRECT);
+
+    const v1::CompletionResult& loop = response.results(1);
+    EXPECT_EQ(loop.verdict(), v1::VERDICT_WRONG);
+    EXPECT_EQ(loop.repetition().detector(), v1::REPETITION_DETECTOR_NGRAM);
+    EXPECT_EQ(loop.components().repetition(), -0.5);
+
+    const v1::CompletionResult& list = response.results(2);
+    EXPECT_EQ(list.verdict(), v1::VERDICT_WRONG);
+    EXPECT_THAT(list.detail(), HasSubstr("longer than any answer"));
+
+    // Scorable, so in the statistics: below the correct answer's advantage, and negative.
+    EXPECT_TRUE(response.groups().keep(0));
+    EXPECT_GT(response.advantages(0), 0.0);
+    EXPECT_LT(response.advantages(1), 0.0);
+    EXPECT_LT(response.advantages(2), 0.0);
+  }
 }
 
 TEST(ScoreGroups, AnUngatedProfileIsExplicitAndCounted) {

@@ -30,14 +30,16 @@ TEST(Verifier, AdversarialInputsEndInATypedVerdictThroughTheBudgets) {
     Verdict verdict;
   };
   const std::vector<Case> cases = {
-      // Over ParseLimits::max_bytes: the parser refuses before doing any work.
-      {"100k-character answer", "\\boxed{" + std::string(100000, '7') + "}",
-       Verdict::kBudgetExceeded},
-      // Over ParseLimits::max_depth.
+      // Longer than any answer: a runaway generation, WRONG before any parsing (never
+      // unscorable, which would let it escape the wrong-answer signal).
+      {"100k-character answer", "\\boxed{" + std::string(100000, '7') + "}", Verdict::kWrong},
       {"10,000 nested braces", "\\boxed{" + Repeat("{", 10000) + "1" + Repeat("}", 10000) + "}",
+       Verdict::kWrong},
+      // Within the size budget, over ParseLimits::max_depth: unscorable.
+      {"400 nested braces", "\\boxed{" + Repeat("{", 400) + "1" + Repeat("}", 400) + "}",
        Verdict::kBudgetExceeded},
-      {"\\frac chain thousands deep",
-       "\\boxed{" + Repeat("\\frac{1}{", 3000) + "2" + Repeat("}", 3000) + "}",
+      {"\\frac chain 100 deep",
+       "\\boxed{" + Repeat("\\frac{1}{", 100) + "2" + Repeat("}", 100) + "}",
        Verdict::kBudgetExceeded},
       // A tower: parsed, then evaluated within the integer-size budget; it is not 5.
       {"power tower", "\\boxed{5^{5^{5^{5^5}}}}", Verdict::kWrong},
