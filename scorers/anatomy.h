@@ -1,4 +1,4 @@
-// Completion anatomy (SPEC §1): where the reasoning and the answer are, every reserved tag and
+// Completion anatomy: where the reasoning and the answer are, every reserved tag and
 // its position, and the malformed look-alikes that a looping model emits — in one linear pass.
 //
 //   std::string_view text = "<think>2+2 is 4</think> The answer is \\boxed{4}.";

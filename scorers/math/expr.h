@@ -1,4 +1,4 @@
-// The expression tree that answers and references parse into (SPEC §2), stored flat in arrays:
+// The expression tree that answers and references parse into (docs/VERIFIER.md), stored flat in arrays:
 // cheap to build, cheap to walk, bounded by the parser's node budget.
 //
 //   Expr e;                                   // builds "2x + 1"
