@@ -216,7 +216,7 @@ void BM_ScoreCleanCorpus(benchmark::State& state) {
   scorers::Profile profile;
   profile.repetition.ast.enabled = ast;
   const std::vector<std::string> references = {"42"};
-  auto accuracy = scorers::math::NewMathAccuracyScorer();
+  auto accuracy = scorers::math::NewAccuracyScorer();
   auto judge = accuracy->Prepare(scorers::Task::kMath, references);
   std::vector<scorers::CompletionInput> inputs(texts.size());
   int64_t bytes = 0;

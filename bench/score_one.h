@@ -19,7 +19,7 @@ inline scorers::CompletionScore ScoreOneEachIteration(benchmark::State& state,
                                                       bool finished,
                                                       const scorers::Profile& profile) {
   const std::vector<std::string> references = {"42"};
-  auto accuracy = scorers::math::NewMathAccuracyScorer();
+  auto accuracy = scorers::math::NewAccuracyScorer();
   auto judge = accuracy->Prepare(scorers::Task::kMath, references);
   scorers::CompletionInput input;
   input.text = text;

@@ -92,7 +92,7 @@ void BM_ScoreGroupsInProcess(benchmark::State& state) {
   const v1::ScoreGroupsRequest request = Batch();
   service::Limits limits;
   service::ProfileSet profiles = service::DefaultProfiles(advantage::Options{});
-  auto accuracy = scorers::math::NewMathAccuracyScorer();
+  auto accuracy = scorers::math::NewAccuracyScorer();
   auto backend = advantage::NewCpuBackend();
   service::WorkerPool pool(kThreads);
   const service::ScoringContext context{.limits = &limits,

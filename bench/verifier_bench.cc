@@ -45,7 +45,7 @@ const Case kCases[] = {
 
 int main() {
   using Clock = std::chrono::steady_clock;
-  auto scorer = rlscore::scorers::math::NewMathAccuracyScorer();
+  auto scorer = rlscore::scorers::math::NewAccuracyScorer();
   constexpr int kRounds = 2000;
   const size_t n = std::size(kCases) * kRounds;
   std::vector<std::unique_ptr<rlscore::scorers::Judge>> judges;

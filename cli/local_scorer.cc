@@ -15,7 +15,7 @@ class LocalScorer final : public BatchScorer {
  public:
   explicit LocalScorer(const service::ServerOptions& options)
       : options_(options),
-        accuracy_(scorers::math::NewMathAccuracyScorer()),
+        accuracy_(scorers::math::NewAccuracyScorer()),
         backend_(advantage::NewCpuBackend()),
         pool_(options.scoring_threads),
         context_{.limits = &options_.limits,

@@ -18,7 +18,7 @@ namespace {
 
 const scorers::Judge& Judge() {
   static const std::unique_ptr<scorers::AccuracyScorer> scorer =
-      scorers::math::NewMathAccuracyScorer();
+      scorers::math::NewAccuracyScorer();
   static const std::vector<std::string> references = {
       "\\frac{1}{2}",  "x^2 + 2x + 1", "[1, 3)",
       "\\{1, 2, 3\\}", "y = 2x - 1",   "\\begin{pmatrix} 1 & 0 \\\\ 0 & 1 \\end{pmatrix}",

@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   static const std::unique_ptr<scorers::AccuracyScorer> scorer =
-      scorers::math::NewMathAccuracyScorer();
+      scorers::math::NewAccuracyScorer();
   const std::unique_ptr<scorers::Judge> judge =
       scorer->Prepare(scorers::Task::kMath, std::span<const std::string>(&reference, 1));
   const scorers::AccuracyResult result =

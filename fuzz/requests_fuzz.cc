@@ -54,7 +54,7 @@ struct Engine {
   }
   service::Limits limits;
   service::ProfileSet profiles = service::DefaultProfiles(advantage::Options{});
-  std::unique_ptr<scorers::AccuracyScorer> accuracy = scorers::math::NewMathAccuracyScorer();
+  std::unique_ptr<scorers::AccuracyScorer> accuracy = scorers::math::NewAccuracyScorer();
   std::unique_ptr<advantage::Backend> backend = advantage::NewCpuBackend();
   service::WorkerPool pool;
   service::RunTelemetry telemetry{4, 8};

@@ -1,16 +1,16 @@
-// Accuracy (SPEC §1, §2): is the final answer in the answer section equivalent to a reference?
+// Accuracy: is the final answer in the answer section equivalent to a reference? The interface
+// every task's scorer implements; scorers/math/verifier.h has the one implementation (one
+// extraction, then a judge per task).
 //
 // The scorer prepares a group's references once, then grades each completion's answer section:
 //
-//   std::unique_ptr<AccuracyScorer> scorer = NewBasicAccuracyScorer();
+//   std::unique_ptr<AccuracyScorer> scorer = math::NewAccuracyScorer();
 //   std::unique_ptr<Judge> judge = scorer->Prepare(Task::kNumeric, references);
 //   AccuracyResult r = judge->Grade("so the answer is \\boxed{\\frac{1}{2}}.");
 //   r.verdict;     // Verdict::kCorrect when a reference is 0.5, 1/2 or \frac12
 //   r.extracted;   // "\\frac{1}{2}"
 //
-// This file has the basic rules (MULTIPLE_CHOICE, EXACT, NUMERIC); the full math verifier
-// (scorers/math/) implements the same interface for MATH. EXTERNAL accuracy is supplied by the
-// caller and never reaches a Judge.
+// EXTERNAL accuracy is supplied by the caller and never reaches a Judge.
 #pragma once
 
 #include <cstdint>
@@ -62,14 +62,10 @@ class AccuracyScorer {
   // Never fails: references that cannot be parsed for `task` are skipped while any one parses;
   // when none does (or there are none) the Judge grades every completion kUnparseableReference
   // with the reason in `detail`. An extracted answer longer than 1024 bytes is graded kWrong (not
-  // unscorable: rambling inside a box must not escape the wrong-answer signal).
+  // unscorable: a runaway answer must not escape the wrong-answer signal).
   // REQUIRES: task != Task::kExternal.
   virtual std::unique_ptr<Judge> Prepare(Task task,
                                          std::span<const std::string> references) const = 0;
 };
-
-// MULTIPLE_CHOICE, EXACT and NUMERIC; MATH is graded with the NUMERIC rules until the math
-// verifier lands.
-std::unique_ptr<AccuracyScorer> NewBasicAccuracyScorer();
 
 }  // namespace rlscore::scorers

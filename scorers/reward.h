@@ -1,9 +1,9 @@
-// Reward composition (SPEC §1): a profile says how a completion is scored; ScoreGroup() runs the
+// Reward composition: a profile says how a completion is scored; ScoreGroup() runs the
 // anatomy, accuracy, gated format, repetition and length scorers over a group's completions and
 // composes r = w_acc·r_acc + w_fmt·r_fmt + w_rep·r_rep + w_len·r_len, each component reported.
 //
-//   Profile profile;                                  // the built-in default of SPEC §1
-//   std::unique_ptr<Judge> judge = NewBasicAccuracyScorer()->Prepare(Task::kNumeric, refs);
+//   Profile profile;                                  // the built-in default profile
+//   std::unique_ptr<Judge> judge = math::NewAccuracyScorer()->Prepare(Task::kNumeric, refs);
 //   std::vector<CompletionScore> scores;
 //   RLSCORE_RETURN_IF_ERROR(ScoreGroup(completions, Task::kNumeric, judge.get(), profile,
 //                                      &scores));
@@ -31,7 +31,7 @@
 namespace rlscore::scorers {
 
 enum class RepetitionMode : uint8_t {
-  kThreshold,  // SPEC §1: `penalty` once when an n-gram occurs more than max_occurrences times
+  kThreshold,  // `penalty` once when an n-gram occurs more than max_occurrences times
   kSmooth,     // open-r1 / TRL: (1 - unique/total) × smooth_max_penalty over n-grams; an AST
                // rule that fires makes it at most `penalty`
 };
@@ -40,8 +40,8 @@ struct RepetitionOptions {
   bool enabled = true;
   RepetitionMode mode = RepetitionMode::kThreshold;
   NgramOptions ngram;  // n = 8, fires above 3 occurrences
-  // The AST rules of SPEC §3 (blocks and code clones), run on the reasoning span when the n-gram
-  // rule has not fired: the penalty is applied once whatever fires, and on an exact loop the
+  // The AST rules (blocks and code clones, docs/REPETITION.md), run on the reasoning span when the
+  // n-gram rule has not fired: the penalty is applied once whatever fires, and on an exact loop the
   // n-gram rule fires no later than the block rule would.
   ast::AstOptions ast;
   double penalty = -0.5;
@@ -56,8 +56,8 @@ struct Weights {
 };
 
 // A named reward specification. The default-constructed Profile is the built-in default of
-// SPEC §1: accuracy 1/0, gated format 0.1, n-gram repetition -0.5 (n = 8, > 3), quadratic length
-// (w = 0.5, L_t = 4096, L_max = 16384), task MATH.
+// The default: accuracy 1/0, gated format 0.1, n-gram repetition -0.5 (n = 8, > 3), quadratic
+// length (w = 0.5, L_t = 4096, L_max = 16384), task MATH.
 struct Profile {
   std::string name = "default";
   Task task = Task::kMath;  // for groups that do not name one

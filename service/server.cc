@@ -130,7 +130,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   server->accuracy_ =
       dependencies.accuracy != nullptr
           ? std::move(dependencies.accuracy)
-          : std::shared_ptr<scorers::AccuracyScorer>(scorers::math::NewMathAccuracyScorer());
+          : std::shared_ptr<scorers::AccuracyScorer>(scorers::math::NewAccuracyScorer());
   server->pool_ = std::make_unique<WorkerPool>(options.scoring_threads);
   server->calls_ = std::make_unique<WorkerPool>(options.scoring_threads);
   server->telemetry_ = std::make_unique<RunTelemetry>(kTrackedRuns, kTelemetryWindow);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numbers>
 
 namespace rlscore::scorers::math {
@@ -126,6 +127,16 @@ std::optional<BigRational> EvaluateExact(const Expr& e, uint32_t node, Budget& b
       return BigRational(*f);
     }
     case Kind::kFunction: {
+      if (e.text(node) == "mod" && kids.size() == 2) {
+        const std::optional<BigRational> a = kid(0), m = kid(1);
+        if (!a || !m || !a->is_integer() || !m->is_integer() || m->sign() == 0) return std::nullopt;
+        const std::optional<int64_t> av = a->num().ToInt64(), mv = m->num().ToInt64();
+        if (!av || !mv || *mv == INT64_MIN) return std::nullopt;
+        const int64_t mod = *mv < 0 ? -*mv : *mv;
+        int64_t r = *av % mod;
+        if (r < 0) r += mod;
+        return BigRational(r);
+      }
       if (e.text(node) != "binom" || kids.size() != 2) return std::nullopt;
       const std::optional<BigRational> a = kid(0);
       const std::optional<BigRational> b = kid(1);
@@ -145,6 +156,41 @@ std::optional<BigRational> EvaluateExact(const Expr& e, uint32_t node, Budget& b
     default:
       return std::nullopt;
   }
+}
+
+// The most terms a \sum or \prod is expanded to.
+constexpr long double kMaxBigOperatorTerms = 10000;
+
+// (sum body k lo hi) / (prod body k lo hi) at `point`: integer bounds, the index bound to each
+// integer in turn, one budget step per term on top of the body's.
+static std::optional<Complex> BigOperatorAt(const Expr& e, uint32_t node, const Point& point,
+                                            Budget& budget) {
+  const auto kids = e.kids(node);
+  if (kids.size() != 4) return std::nullopt;
+  const std::optional<Complex> lo = EvaluateAt(e, kids[2], point, budget);
+  const std::optional<Complex> hi = EvaluateAt(e, kids[3], point, budget);
+  if (!lo || !hi || lo->imag() != 0 || hi->imag() != 0) return std::nullopt;
+  const long double a = std::round(lo->real()), b = std::round(hi->real());
+  if (std::abs(a - lo->real()) > 1e-9L || std::abs(b - hi->real()) > 1e-9L ||
+      b - a > kMaxBigOperatorTerms) {
+    return std::nullopt;
+  }
+  const bool sum = e.text(node) == "sum";
+  Point inner;
+  inner.names.emplace_back(e.text(kids[1]));
+  inner.values.emplace_back(0, 0);
+  inner.names.insert(inner.names.end(), point.names.begin(), point.names.end());
+  inner.values.insert(inner.values.end(), point.values.begin(), point.values.end());
+  Complex acc = sum ? Complex(0, 0) : Complex(1, 0);
+  for (long double k = a; k <= b; k += 1) {
+    if (!budget.Spend(1)) return std::nullopt;
+    inner.values[0] = Complex(k, 0);
+    const std::optional<Complex> v = EvaluateAt(e, kids[0], inner, budget);
+    if (!v) return std::nullopt;
+    acc = sum ? acc + *v : acc * *v;
+  }
+  if (!std::isfinite(acc.real()) || !std::isfinite(acc.imag())) return std::nullopt;
+  return acc;
 }
 
 std::optional<Complex> EvaluateAt(const Expr& e, uint32_t node, const Point& point,
@@ -249,6 +295,8 @@ std::optional<Complex> EvaluateAt(const Expr& e, uint32_t node, const Point& poi
     }
     case Kind::kFunction: {
       const std::string_view name = e.text(node);
+      if (name == "sum" || name == "prod") return BigOperatorAt(e, node, point, budget);
+      if (name == "lim") return std::nullopt;  // limits are not evaluated
       std::vector<Complex> args;
       for (size_t i = 0; i < kids.size(); ++i) {
         std::optional<Complex> v = kid(i);
@@ -283,6 +331,24 @@ std::optional<Complex> EvaluateAt(const Expr& e, uint32_t node, const Point& poi
         r = args.size() == 2 ? std::log(x) / std::log(args[1]) : std::log10(x);
       } else if (name == "exp") {
         r = std::exp(x);
+      } else if (name == "sinh") {
+        r = std::sinh(x);
+      } else if (name == "cosh") {
+        r = std::cosh(x);
+      } else if (name == "tanh") {
+        r = std::tanh(x);
+      } else if (name == "coth") {
+        r = Complex(1, 0) / std::tanh(x);
+      } else if (name == "arccot") {
+        r = std::atan(Complex(1, 0) / x);
+      } else if (name == "lg") {
+        r = std::log10(x);
+      } else if (name == "mod" && args.size() == 2 && x.imag() == 0 && args[1].imag() == 0 &&
+                 args[1].real() != 0) {
+        const long double m = std::abs(args[1].real());
+        long double v = std::fmod(x.real(), m);
+        if (v < 0) v += m;
+        r = Complex(v, 0);
       } else if (name == "abs") {
         r = Complex(std::abs(x), 0);
       } else if (name == "binom" && args.size() == 2 && x.imag() == 0 && args[1].imag() == 0) {
@@ -298,15 +364,41 @@ std::optional<Complex> EvaluateAt(const Expr& e, uint32_t node, const Point& poi
   }
 }
 
+namespace {
+
+// The index of a \sum, \prod or \lim is bound in its body (kid 0) and named by kid 1.
+bool BindsIndex(const Expr& e, uint32_t i) {
+  if (e.node(i).kind != Kind::kFunction || e.node(i).num_children < 3) return false;
+  const std::string_view name = e.text(i);
+  return name == "sum" || name == "prod" || name == "lim";
+}
+
+// Recursion follows the tree's height, which the parser bounds.
+void CollectSymbols(const Expr& e, uint32_t i, std::vector<std::string_view>& bound,
+                    std::vector<std::string>& out) {
+  if (e.node(i).kind == Kind::kSymbol) {
+    if (std::find(bound.begin(), bound.end(), e.text(i)) == bound.end()) {
+      out.emplace_back(e.text(i));
+    }
+    return;
+  }
+  const auto kids = e.kids(i);
+  if (BindsIndex(e, i)) {
+    bound.push_back(e.text(kids[1]));
+    CollectSymbols(e, kids[0], bound, out);
+    bound.pop_back();
+    for (size_t k = 2; k < kids.size(); ++k) CollectSymbols(e, kids[k], bound, out);
+    return;
+  }
+  for (uint32_t k : kids) CollectSymbols(e, k, bound, out);
+}
+
+}  // namespace
+
 std::vector<std::string> FreeSymbols(const Expr& e, uint32_t node) {
   std::vector<std::string> out;
-  std::vector<uint32_t> stack = {node};
-  while (!stack.empty()) {
-    const uint32_t i = stack.back();
-    stack.pop_back();
-    if (e.node(i).kind == Kind::kSymbol) out.emplace_back(e.text(i));
-    for (uint32_t k : e.kids(i)) stack.push_back(k);
-  }
+  std::vector<std::string_view> bound;
+  CollectSymbols(e, node, bound, out);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

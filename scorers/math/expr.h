@@ -1,5 +1,5 @@
-// The expression tree that answers and references parse into (docs/VERIFIER.md), stored flat in arrays:
-// cheap to build, cheap to walk, bounded by the parser's node budget.
+// The expression tree that answers and references parse into (docs/VERIFIER.md), stored flat in
+// arrays: cheap to build, cheap to walk, bounded by the parser's node budget.
 //
 //   Expr e;                                   // builds "2x + 1"
 //   uint32_t two = e.AddNumber(BigRational(2));

@@ -4,6 +4,9 @@
 #include <cstddef>
 #include <optional>
 
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
+
 namespace rlscore::scorers::math {
 namespace {
 
@@ -71,11 +74,11 @@ struct Box {
   string_view content;  // inside the braces
 };
 
-// Every \boxed{…} / \fbox{…} in order; `cut` when the last one never closes (with
-// `open_to_end`, that one is kept, running to the end of the text).
-std::vector<Box> FindBoxes(string_view s, bool* cut, bool open_to_end) {
+// Every \boxed{…} / \fbox{…} in order; `cut` names the command ("\fbox") when the last one
+// never closes (with `open_to_end`, that one is kept, running to the end of the text).
+std::vector<Box> FindBoxes(string_view s, string_view* cut, bool open_to_end) {
   std::vector<Box> boxes;
-  *cut = false;
+  *cut = {};
   size_t i = 0;
   while ((i = s.find('\\', i)) != string_view::npos) {
     size_t name_end = 0;
@@ -92,7 +95,7 @@ std::vector<Box> FindBoxes(string_view s, bool* cut, bool open_to_end) {
     if (j < s.size() && s[j] == '{') {
       const size_t close = MatchBrace(s, j);
       if (close == string_view::npos) {
-        *cut = true;  // everything after it is inside the unterminated box
+        *cut = s.substr(i, name_end - i);  // everything after it is inside the open box
         if (open_to_end) boxes.push_back({i, s.size(), s.substr(j + 1)});
         return boxes;
       }
@@ -489,7 +492,13 @@ string_view PhraseAnswer(string_view sentence) {
   size_t cut = t.size();
   for (string_view clause : {" because", " since", " as ", " which", " (", " - ", " — ", " when",
                              " from", " for ", " after", " per "}) {
-    cut = std::min(cut, t.find(clause));
+    size_t at = t.find(clause);
+    // "option (C)": a parenthesised capital is the answer, not an aside.
+    while (at != string_view::npos && clause == " (" && at + 4 < t.size() + 1 &&
+           t.compare(at + 3, 1, ")") == 0 && t[at + 2] >= 'A' && t[at + 2] <= 'Z') {
+      at = t.find(clause, at + 2);
+    }
+    cut = std::min(cut, at);
   }
   for (size_t k = 0; k + 1 < t.size(); ++k) {
     if (t[k] == ',' && IsSpace(t[k + 1]) && k + 2 < t.size() && !IsDigit(t[k + 2]) &&
@@ -500,8 +509,6 @@ string_view PhraseAnswer(string_view sentence) {
   }
   return t.substr(0, cut);
 }
-
-}  // namespace
 
 // The last answer phrase: where it starts and its length.
 std::pair<size_t, size_t> LastAnswerPhrase(string_view s) {
@@ -534,14 +541,91 @@ string_view ValueOfProse(string_view answer) {
   return last ? answer.substr(last->begin, last->end - last->begin) : answer;
 }
 
-ExtractedAnswer ExtractAnswer(string_view s, Source source) {
+// The multiple-choice fallback: the section's final token when it is "X" or "(X)" (after
+// trailing punctuation, markdown and closing braces), else the last "(X)" with X a capital.
+string_view LastChoiceToken(string_view s) {
+  auto alnum = [](char c) { return IsLabelStart(c) || IsDigit(c); };
+  auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+  size_t end = s.size();
+  while (end > 0 && string_view(" \t\r\n.,;:!?*$").find(s[end - 1]) != string_view::npos) --end;
+  if (end >= 3 && s[end - 1] == ')' && IsLabelStart(s[end - 2]) && s[end - 3] == '(' &&
+      (end == 3 || !alnum(s[end - 4]))) {
+    return s.substr(end - 3, 3);
+  }
+  size_t e = end;
+  while (e > 0 && s[e - 1] == '}') --e;  // \textbf{C}
+  if (e >= 1 && upper(s[e - 1]) && (e == 1 || !(alnum(s[e - 2]) || s[e - 2] == '\\'))) {
+    return s.substr(e - 1, 1);
+  }
+  for (size_t i = end; i-- > 0;) {
+    if (i + 2 < end && s[i] == '(' && upper(s[i + 1]) && s[i + 2] == ')' &&
+        (i == 0 || !alnum(s[i - 1]))) {
+      return s.substr(i, 3);
+    }
+  }
+  return {};
+}
+
+// When `s` is `command{...}` with the brace closing at its very end, the text inside.
+std::optional<string_view> Unwrap(string_view s, string_view command) {
+  if (!s.starts_with(command)) return std::nullopt;
+  size_t open = command.size();
+  while (open < s.size() && IsSpace(s[open])) ++open;
+  if (open >= s.size() || s[open] != '{' || MatchBrace(s, open) != s.size() - 1) {
+    return std::nullopt;
+  }
+  return s.substr(open + 1, s.size() - open - 2);
+}
+
+}  // namespace
+
+string_view StripWrappers(string_view s) {
+  static constexpr string_view kWrappers[] = {
+      "\\boxed",  "\\fbox",   "\\text",   "\\textbf", "\\textrm",     "\\textit",      "\\texttt",
+      "\\mathrm", "\\mathbf", "\\mathit", "\\mbox",   "\\textnormal", "\\operatorname"};
+  for (;;) {
+    const size_t before = s.size();
+    s = Trim(s);
+    while (!s.empty() && (s.back() == '.' || s.back() == ',' || s.back() == ';' ||
+                          s.back() == '!' || s.back() == '*' || IsSpace(s.back()))) {
+      s.remove_suffix(1);
+    }
+    while (!s.empty() && (s.front() == '*' || IsSpace(s.front()))) s.remove_prefix(1);
+    if (s.starts_with("\\displaystyle") && !(s.size() > 13 && IsLabelStart(s[13]))) {
+      s.remove_prefix(13);
+    } else if (s.size() >= 4 && s.starts_with("$$") && s.ends_with("$$")) {
+      s = s.substr(2, s.size() - 4);
+    } else if (s.size() >= 2 && s.front() == '$' && s.back() == '$') {
+      s = s.substr(1, s.size() - 2);
+    } else if (s.size() >= 4 && ((s.starts_with("\\(") && s.ends_with("\\)")) ||
+                                 (s.starts_with("\\[") && s.ends_with("\\]")))) {
+      s = s.substr(2, s.size() - 4);
+    } else if (const std::optional<string_view> inner = Unwrap(s, "")) {
+      s = *inner;
+    } else {
+      for (const string_view command : kWrappers) {
+        if (const std::optional<string_view> unwrapped = Unwrap(s, command)) {
+          s = *unwrapped;
+          break;
+        }
+      }
+    }
+    if (s.size() == before) return s;
+  }
+}
+
+ExtractedAnswer ExtractAnswer(string_view s, Source source, Fallback fallback) {
   ExtractedAnswer out;
   const bool reference = source == Source::kReference;
   s = BeforeEndOfTurn(s);
-  bool cut = false;
+  if (Trim(s).empty()) {
+    out.detail = "empty answer section";
+    return out;
+  }
+  string_view cut;
   const std::vector<Box> boxes = FindBoxes(s, &cut, reference);
-  if (cut && !reference) {
-    out.detail = "unterminated \\boxed{: the generation was cut";
+  if (!cut.empty() && !reference) {
+    out.detail = absl::StrCat("unterminated ", Sv(cut), "{: the generation was cut");
     return out;
   }
   const auto [phrase, phrase_len] = LastAnswerPhrase(s);
@@ -567,22 +651,33 @@ ExtractedAnswer ExtractAnswer(string_view s, Source source) {
     }
     for (size_t b = first; b < boxes.size(); ++b) {
       const string_view part = Clean(boxes[b].content);
+      if (part.empty()) continue;
       // "\boxed{5} … \boxed{5}": one answer said twice is one part.
       if (std::find(out.parts.begin(), out.parts.end(), part) == out.parts.end()) {
         out.parts.emplace_back(part);
       }
     }
+    if (out.parts.empty()) {
+      out.detail = "empty \\boxed{}";
+      return out;
+    }
     out.detail = boxes.size() - first > 1 ? "boxes (multi-part)" : "last \\boxed{}";
     return out;
   }
-  if (const size_t open = s.rfind("<answer>"); open != string_view::npos) {
-    const size_t close = s.find("</answer>", open);
-    if (close != string_view::npos) {
+  // The last complete <answer>…</answer> (an unclosed one after it is ignored).
+  if (const size_t close = s.rfind("</answer>"); close != string_view::npos) {
+    const size_t open = s.rfind("<answer>", close);
+    if (open != string_view::npos) {
       // The tags may hold a sentence ("<answer>The answer is 42</answer>"): extract within it,
       // and take the whole content when nothing more specific is there.
       const string_view content = s.substr(open + 8, close - open - 8);
-      ExtractedAnswer inner = ExtractAnswer(content, source);
-      if (inner.parts.empty() || inner.detail == "last expression of the final sentence") {
+      if (Clean(content).empty()) {
+        out.detail = "empty <answer></answer>";
+        return out;
+      }
+      ExtractedAnswer inner = ExtractAnswer(content, source, fallback);
+      if (inner.parts.empty() || inner.detail == "last expression of the final sentence" ||
+          inner.detail == "whole text") {
         inner.parts.assign(1, std::string(Clean(content)));
       }
       inner.detail = "<answer> tags";
@@ -597,6 +692,18 @@ ExtractedAnswer ExtractAnswer(string_view s, Source source) {
       out.detail = "answer phrase";
       return out;
     }
+  }
+  if (fallback == Fallback::kChoiceLetter) {
+    const string_view letter = LastChoiceToken(s);
+    if (!letter.empty()) out.parts.emplace_back(letter);
+    out.detail = letter.empty() ? "no choice letter in the answer section" : "final choice letter";
+    return out;
+  }
+  if (fallback == Fallback::kWholeText) {
+    const string_view text = Clean(s);
+    if (!text.empty()) out.parts.emplace_back(text);
+    out.detail = text.empty() ? "empty answer section" : "whole text";
+    return out;
   }
   // The last math environment, unless a number written after it in prose ends the section.
   const std::vector<Span> envs = MathEnvironments(s);

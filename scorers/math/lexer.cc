@@ -99,7 +99,8 @@ constexpr CommandOp kCommandOps[] = {{"times", TokenKind::kOp, '*'},
                                      {"geqq", TokenKind::kRelation, 'g'},
                                      {"lt", TokenKind::kRelation, '<'},
                                      {"gt", TokenKind::kRelation, '>'},
-                                     {"approx", TokenKind::kRelation, '~'}};
+                                     {"approx", TokenKind::kRelation, '~'},
+                                     {"equiv", TokenKind::kRelation, '='}};
 
 // Words dropped wherever they appear: currency and angle units (SPEC §2: "units and ^\circ
 // ignored").
@@ -302,9 +303,9 @@ constexpr std::string_view kGreek[] = {
 // A command name the lexer or the parser interprets (for reading a doubled backslash).
 bool IsKnownCommand(std::string_view name) {
   static constexpr std::string_view kPrimary[] = {
-      "frac", "sqrt",   "binom",  "pi",    "infty", "in",  "emptyset", "begin",
-      "end",  "lfloor", "rfloor", "lceil", "rceil", "i",   "choose",   "bmod",
-      "pmod", "mod",    "sum",    "prod",  "notin", "cap", "setminus"};
+      "frac",   "sqrt",   "binom", "pi",    "infty",    "in",     "emptyset", "begin",     "end",
+      "lfloor", "rfloor", "lceil", "rceil", "i",        "choose", "bmod",     "pmod",      "mod",
+      "sum",    "prod",   "notin", "cap",   "setminus", "lim",    "to",       "rightarrow"};
   if (Contains(kPrimary, name) || Contains(kSkipCommands, name) || Contains(kTextCommands, name) ||
       Contains(kTransparentCommands, name) || Contains(kDegreeCommands, name) ||
       Contains(kFunctions, name) || Contains(kGreek, name)) {

@@ -249,6 +249,18 @@ class Parser {
 
   absl::StatusOr<uint32_t> NumberNode(const Token& t) {
     if (t.digits.find('r') != std::string::npos) return RepeatingDecimal(t.digits);
+    // "1e99999": beyond the exponents exact arithmetic takes, a number no answer is (WRONG),
+    // not a budget that ran out (unscorable).
+    if (const size_t e = t.digits.find('e'); e != std::string::npos) {
+      size_t d = e + 1;
+      if (d < t.digits.size() && (t.digits[d] == '-' || t.digits[d] == '+')) ++d;
+      while (d < t.digits.size() && t.digits[d] == '0') ++d;
+      if (t.digits.size() - d > 4 ||
+          (t.digits.size() - d == 4 && t.digits.compare(d, 4, "1000") > 0)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("exponent out of range in '", t.digits, "'"));
+      }
+    }
     std::optional<BigRational> v = BigRational::FromDecimal(t.digits, budget_);
     if (!v.has_value()) {
       if (budget_.exceeded) {
@@ -459,6 +471,14 @@ class Parser {
         RLSCORE_ASSIGN_OR_RETURN(left, ParseProductTail(left));
         continue;
       }
+      if (IsCommand(t, "bmod") || IsCommand(t, "mod") || IsCommand(t, "pmod")) {
+        // "17 \bmod 5" is 2; "x \equiv 3 \pmod{7}" is x = (3 mod 7).
+        if (min_prec > kPrecMul) break;
+        Next();
+        RLSCORE_ASSIGN_OR_RETURN(uint32_t modulus, ParseExpr(kPrecMul + 1));
+        RLSCORE_ASSIGN_OR_RETURN(left, MakeNamed(Kind::kFunction, "mod", {left, modulus}));
+        continue;
+      }
       if (t.kind == TokenKind::kPunct && t.op == ':' && Peek(1).kind != TokenKind::kEnd) {
         // A ratio "7:32" is the value 7/32; "V_1 : V_2 = 11 : 21" a labelled one.
         if (min_prec > kPrecMul) break;
@@ -531,11 +551,16 @@ class Parser {
 
   bool IsPrimaryCommand(std::string_view name) const {
     return name == "frac" || name == "sqrt" || name == "binom" || name == "pi" || name == "infty" ||
-           name == "lfloor" || name == "lceil" || name == "i" || IsFunctionName(name) ||
-           IsGreekName(name);
+           name == "sum" || name == "prod" || name == "lim" || name == "lfloor" ||
+           name == "lceil" || name == "i" || IsFunctionName(name) || IsGreekName(name);
   }
-  // As StartsImplicitFactor(), and a number may also follow a factorial ("2!\,4!" is 2!·4!).
+  // As StartsImplicitFactor(), and a number may also follow a factorial ("2!\,4!" is 2!·4!) or a
+  // closing parenthesis it is glued to ("(1+2i)6" is (1+2i)·6).
   bool StartsImplicitFactorAfter(uint32_t left, const Token& t) const {
+    if (t.kind == TokenKind::kNumber && !t.space_before && pos_ > 0 &&
+        IsOp(tokens_[pos_ - 1], ')')) {
+      return true;
+    }
     return StartsImplicitFactor(t) ||
            (t.kind == TokenKind::kNumber && expr_.nodes[left].kind == Kind::kFactorial);
   }
@@ -609,9 +634,23 @@ class Parser {
            IsPlainInteger(tokens_[std::min(pos_ + 2, tokens_.size() - 1)]) &&
            (after.kind == TokenKind::kEnd || IsOp(after, ',') || IsOp(after, ';'));
   }
+  // "5 m", "9.8 m/s^2", "5 s;": a one-letter unit after a number that ends the answer (or one
+  // part of it, or starts "/unit"); "5m" and "5 m + 2" stay products.
+  bool SpacedLetterUnit() const {
+    const Token& t = tokens_[pos_];
+    if (t.kind != TokenKind::kWord || t.text.size() != 1 || !t.space_before || t.text_mode ||
+        pos_ == 0 || tokens_[pos_ - 1].kind != TokenKind::kNumber || UnitName(t.text).empty()) {
+      return false;
+    }
+    const Token& after = tokens_[std::min(pos_ + 1, tokens_.size() - 1)];
+    if (after.kind == TokenKind::kEnd || IsOp(after, ',') || IsOp(after, ';')) return true;
+    if (IsOp(after, '/'))
+      return !UnitOf(tokens_[std::min(pos_ + 2, tokens_.size() - 1)], true).empty();
+    return false;
+  }
   bool UnitAhead() const {
     const Token& t = tokens_[pos_];
-    if (GluedPoweredUnit()) return true;
+    if (GluedPoweredUnit() || SpacedLetterUnit()) return true;
     if (IsSquareWord(t))
       return !UnitOf(tokens_[std::min(pos_ + 1, tokens_.size() - 1)], true).empty();
     return !UnitOf(t, false).empty();
@@ -623,7 +662,9 @@ class Parser {
     std::string_view square;
     if (IsSquareWord(Peek())) square = IsWord(Next(), "cubic") ? "3" : "2";
     std::string unit = UnitOf(Peek(), after_slash || !square.empty());
-    if (unit.empty() && GluedPoweredUnit()) unit = std::string(UnitName(Peek().text));
+    if (unit.empty() && (GluedPoweredUnit() || SpacedLetterUnit())) {
+      unit = std::string(UnitName(Peek().text));
+    }
     if (unit.empty()) return Unexpected("where a unit was expected");
     Next();
     std::string digits(square);
@@ -632,8 +673,11 @@ class Parser {
       Next();
       bool braced = IsOp(Peek(), '{');
       if (braced) Next();
+      // "m^{-2}": a negative power only in braces.
+      const bool negative = braced && IsOp(Peek(), '-');
+      if (negative) Next();
       if (IsPlainInteger(Peek()) && (!braced || IsOp(Peek(1), '}'))) {
-        digits = Next().digits;
+        digits = absl::StrCat(negative ? "-" : "", Next().digits);
         if (braced) Next();
       } else {
         pos_ = save;
@@ -647,12 +691,18 @@ class Parser {
   }
   absl::StatusOr<uint32_t> ParseUnitSuffix(uint32_t value) {
     RLSCORE_ASSIGN_OR_RETURN(std::string unit, ParseOneUnit(false));
-    for (;;) {  // "km/h", "m/s^2", "meters per second"
-      bool slash = IsOp(Peek(), '/') || IsWord(Peek(), "per");
-      if (!slash || UnitOf(Peek(1), true).empty()) break;
-      Next();
-      RLSCORE_ASSIGN_OR_RETURN(std::string denominator, ParseOneUnit(true));
-      unit += "/" + denominator;
+    for (;;) {  // "km/h", "m/s^2", "meters per second", "\text{kcal m}^{-2}\text{ yr}^{-1}"
+      const bool slash = IsOp(Peek(), '/') || IsWord(Peek(), "per");
+      if (slash && !UnitOf(Peek(1), true).empty()) {
+        Next();
+        RLSCORE_ASSIGN_OR_RETURN(std::string denominator, ParseOneUnit(true));
+        absl::StrAppend(&unit, "/", denominator);
+      } else if (Peek().text_mode && !UnitOf(Peek(), true).empty()) {
+        RLSCORE_ASSIGN_OR_RETURN(std::string factor, ParseOneUnit(true));
+        absl::StrAppend(&unit, " ", factor);
+      } else {
+        break;
+      }
     }
     return MakeNamed(Kind::kWithUnit, unit, {value});
   }
@@ -752,6 +802,10 @@ class Parser {
     if (IsOp(Peek(), '_')) {
       RLSCORE_ASSIGN_OR_RETURN(std::string sub, ParseSubscript());
       return MakeText(Kind::kSymbol, absl::StrCat(Sv(letter), "_", sub));
+    }
+    // An index of \sum, \prod or \lim is a variable even when it is "i" or "e".
+    if (std::find(bound_.begin(), bound_.end(), letter) != bound_.end()) {
+      return MakeText(Kind::kSymbol, letter);
     }
     if (letter == "e") return MakeConstant(Constant::kE);
     if (letter == "i") return MakeConstant(Constant::kI);
@@ -874,9 +928,54 @@ class Parser {
       Next();
       return MakeNamed(Kind::kFunction, name == "lfloor" ? "floor" : "ceil", {x});
     }
+    if (name == "sum" || name == "prod" || name == "lim") return ParseBigOperator(name);
     if (IsFunctionName(name)) return ParseFunction(name);
     if (IsGreekName(name)) return ParseLetter(name);
     return absl::InvalidArgumentError(absl::StrCat("unsupported command \\", Sv(name)));
+  }
+
+  // "\sum_{k=1}^{n} body", "\prod_{k=1}^{n} body": (sum body k lo hi); "\lim_{x \to a} body":
+  // (lim body x a). The body is one term ("\sum_{k=1}^{4} k^2 + 1" is the sum, plus 1); the
+  // index is bound inside it.
+  absl::StatusOr<uint32_t> ParseBigOperator(std::string_view name) {
+    const bool limit = name == "lim";
+    RLSCORE_RETURN_IF_ERROR(Expect('_', absl::StrCat("the index of \\", Sv(name))));
+    const bool braced = IsOp(Peek(), '{');
+    if (braced) Next();
+    const Token& index = Peek();
+    std::string_view var;
+    if (index.kind == TokenKind::kWord && index.text.size() == 1) {
+      var = index.text;
+    } else if (index.kind == TokenKind::kCommand && IsGreekName(index.text)) {
+      var = index.text;
+    } else {
+      return Unexpected(absl::StrCat("where the index of \\", Sv(name), " was expected"));
+    }
+    Next();
+    if (limit) {
+      if (!IsCommand(Peek(), "to") && !IsCommand(Peek(), "rightarrow")) {
+        return Unexpected("where \\to was expected");
+      }
+      Next();
+    } else if (Peek().kind != TokenKind::kRelation || Peek().op != '=') {
+      return Unexpected("where '=' was expected");
+    } else {
+      Next();
+    }
+    RLSCORE_ASSIGN_OR_RETURN(uint32_t from, ParseExpr(kPrecRelation + 1));
+    if (braced) RLSCORE_RETURN_IF_ERROR(Expect('}', "'}'"));
+    std::optional<uint32_t> to;
+    if (!limit) {
+      RLSCORE_RETURN_IF_ERROR(Expect('^', absl::StrCat("the upper bound of \\", Sv(name))));
+      RLSCORE_ASSIGN_OR_RETURN(to, ParseArg(true));
+    }
+    bound_.push_back(var);
+    absl::StatusOr<uint32_t> body = ParseExpr(kPrecMul);
+    bound_.pop_back();
+    if (!body.ok()) return body.status();
+    RLSCORE_ASSIGN_OR_RETURN(uint32_t symbol, MakeText(Kind::kSymbol, var));
+    if (limit) return MakeNamed(Kind::kFunction, name, {*body, symbol, from});
+    return MakeNamed(Kind::kFunction, name, {*body, symbol, from, *to});
   }
 
   // The argument of \frac, \sqrt, \binom (`whole_number` false: LaTeX reads one character, so
@@ -1159,8 +1258,9 @@ class Parser {
   uint32_t max_depth_;
   Budget& budget_;
   uint32_t depth_ = 0;
-  int abs_depth_ = 0;    // inside |...|, a '|' closes rather than opens
-  int angle_depth_ = 0;  // inside the argument of sin, cos, tan, sec, csc, cot
+  int abs_depth_ = 0;                    // inside |...|, a '|' closes rather than opens
+  int angle_depth_ = 0;                  // inside the argument of sin, cos, tan, sec, csc, cot
+  std::vector<std::string_view> bound_;  // indices of the \sum / \prod / \lim being read
   Expr expr_;
   std::vector<uint32_t> heights_;  // of each node of expr_
 };

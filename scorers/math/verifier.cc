@@ -9,7 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/strings.h"
 #include "scorers/math/equivalence.h"
+#include "scorers/math/evaluate.h"
 #include "scorers/math/extract.h"
 #include "scorers/math/parser.h"
 
@@ -21,7 +23,7 @@ constexpr size_t kMaxCachedVerdicts = 256;
 
 // The longest final answer graded. A longer one is a runaway generation (a loop inside a box, a
 // list that never ends), graded WRONG: it must not escape the wrong-answer signal by being
-// unscorable. The same bound as the basic rules of accuracy.h.
+// unscorable. The bound accuracy.h states for every task.
 constexpr size_t kMaxAnswerBytes = 1024;
 
 // References are trusted data: give their parse more room than a completion's.
@@ -93,6 +95,38 @@ std::optional<std::string> DecimalCommaReading(std::string_view s) {
   return out;
 }
 
+// "2516_8" → "2516": a numeral with its base written and the same digits without it are one
+// answer when the question names the base (the lexer reads "2516_8" as its value, 1358). The
+// text with every valid base subscript dropped, or nullopt when there is none.
+std::optional<std::string> BaseSubscriptsDropped(std::string_view s) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::string out;
+  bool dropped = false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    out.push_back(s[i]);
+    if (!digit(s[i]) || i + 1 >= s.size() || s[i + 1] != '_') continue;
+    size_t start = i;
+    while (start > 0 && digit(s[start - 1])) --start;
+    size_t j = i + 2;
+    const bool braced = j < s.size() && s[j] == '{';
+    if (braced) ++j;
+    size_t base = 0;
+    const size_t base_begin = j;
+    while (j < s.size() && digit(s[j]) && j - base_begin < 3) base = base * 10 + (s[j++] - '0');
+    if (j == base_begin || base < 2 || base > 10 || (braced && (j >= s.size() || s[j] != '}'))) {
+      continue;
+    }
+    if (braced) ++j;
+    bool valid = true;
+    for (size_t k = start; k <= i; ++k) valid = valid && static_cast<size_t>(s[k] - '0') < base;
+    if (!valid) continue;
+    dropped = true;
+    i = j - 1;
+  }
+  if (!dropped) return std::nullopt;
+  return out;
+}
+
 Expr TextExpr(std::string_view s) {
   Expr e;
   e.root = e.AddText(Kind::kText, NormalizedText(s));
@@ -143,12 +177,12 @@ struct Parsed {
 };
 
 // Each part of an answer parsed, and combined; text answers where the grammar reads no math. A
-// part with a decimal comma adds a second reading.
+// one-part answer with a decimal comma, or a numeral with its base, adds another reading.
 Parsed ParseParts(const std::vector<std::string>& parts, const ParseLimits& limits,
                   Budget& budget) {
   Parsed p;
   std::vector<Expr> exprs;
-  std::optional<Expr> alternative;
+  std::vector<Expr> alternatives;
   for (const std::string& part : parts) {
     absl::StatusOr<Expr> e = ParseAnswer(part, limits, budget);
     if (!e.ok() && e.status().code() == absl::StatusCode::kResourceExhausted) {
@@ -163,16 +197,18 @@ Parsed ParseParts(const std::vector<std::string>& parts, const ParseLimits& limi
       return p;
     }
     if (parts.size() == 1) {
-      if (std::optional<std::string> decimal = DecimalCommaReading(part)) {
-        absl::StatusOr<Expr> d = ParseAnswer(*decimal, limits, budget);
-        if (d.ok()) alternative = *std::move(d);
+      for (const std::optional<std::string>& other :
+           {DecimalCommaReading(part), BaseSubscriptsDropped(part)}) {
+        if (!other) continue;
+        absl::StatusOr<Expr> reading = ParseAnswer(*other, limits, budget);
+        if (reading.ok()) alternatives.push_back(*std::move(reading));
       }
     }
   }
   if (!exprs.empty()) p.readings.push_back(Combine(exprs));
-  if (alternative) {
+  for (Expr& e : alternatives) {
     std::vector<Expr> one;
-    one.push_back(*std::move(alternative));
+    one.push_back(std::move(e));
     p.readings.push_back(Combine(one));
   }
   return p;
@@ -182,35 +218,31 @@ bool HasBox(std::string_view s) {
   return s.find("\\boxed") != std::string_view::npos || s.find("\\fbox") != std::string_view::npos;
 }
 
-class MathJudge final : public Judge {
+// Every completion-side step the tasks share: extraction (with the task's fallback), the
+// answer size budget, and a per-group cache of verdicts by extracted answer. Subclasses compare.
+class ExtractingJudge : public Judge {
  public:
-  // `references`: every reading of every reference that parsed. `spellings`: how each
-  // reference's answer is written, parsed or not.
-  MathJudge(std::vector<Expr> references, std::vector<std::string> spellings,
-            std::string unparseable)
-      : references_(std::move(references)),
-        spellings_(std::move(spellings)),
-        unparseable_(std::move(unparseable)) {}
+  explicit ExtractingJudge(Fallback fallback) : fallback_(fallback) {}
 
-  AccuracyResult Grade(std::string_view answer_section) const override {
+  AccuracyResult Grade(std::string_view answer_section) const final {
     AccuracyResult result;
-    if (references_.empty() && spellings_.empty()) {
-      result.verdict = Verdict::kUnparseableReference;
-      result.detail = unparseable_;
-      return result;
-    }
-    ExtractedAnswer extracted = ExtractAnswer(answer_section);
+    ExtractedAnswer extracted = ExtractAnswer(answer_section, Source::kCompletion, fallback_);
     if (extracted.parts.empty()) {
-      result.verdict = Verdict::kNoAnswer;
-      result.detail = extracted.detail;
+      // With no usable reference the completion is unscorable, answer or not.
+      result.verdict = Unscorable() ? Verdict::kUnparseableReference : Verdict::kNoAnswer;
+      result.detail = Unscorable() ? UnscorableDetail() : extracted.detail;
       return result;
     }
     result.extracted = absl::StrJoin(extracted.parts, ", ");
     if (result.extracted.size() > kMaxAnswerBytes) {
       result.verdict = Verdict::kWrong;
       result.detail = absl::StrCat("the final answer is ", result.extracted.size(),
-                                   " bytes, longer than any answer (", kMaxAnswerBytes, ")");
-      result.extracted.resize(80);
+                                   " bytes, longer than any answer (", kMaxAnswerBytes, " bytes)");
+      size_t keep = kMaxAnswerBytes;  // never split a UTF-8 sequence
+      while (keep > 0 && (static_cast<unsigned char>(result.extracted[keep]) & 0xC0) == 0x80) {
+        --keep;
+      }
+      result.extracted.resize(keep);
       return result;
     }
     {
@@ -218,19 +250,80 @@ class MathJudge final : public Judge {
       auto it = cache_.find(result.extracted);
       if (it != cache_.end()) return it->second;
     }
-    Judge(extracted, &result);
+    Compare(extracted, &result);
+    result.accuracy = result.verdict == Verdict::kCorrect ? 1.0 : 0.0;
     std::lock_guard<std::mutex> lock(mu_);
     if (cache_.size() < kMaxCachedVerdicts) cache_.emplace(result.extracted, result);
     return result;
   }
 
+ protected:
+  // Sets result->verdict (and detail) for the extracted answer; result->extracted is set.
+  virtual void Compare(const ExtractedAnswer& extracted, AccuracyResult* result) const = 0;
+  // True when no reference could be parsed (an answer may still match one by its spelling).
+  virtual bool Unscorable() const { return false; }
+  virtual std::string UnscorableDetail() const { return ""; }
+
  private:
-  void Judge(const ExtractedAnswer& extracted, AccuracyResult* result) const {
+  const Fallback fallback_;
+  mutable std::mutex mu_;
+  mutable std::map<std::string, AccuracyResult, std::less<>> cache_;
+};
+
+class UnparseableJudge final : public Judge {
+ public:
+  explicit UnparseableJudge(std::string detail) : detail_(std::move(detail)) {}
+
+  AccuracyResult Grade(std::string_view /*answer_section*/) const override {
+    AccuracyResult r;
+    r.verdict = Verdict::kUnparseableReference;
+    r.detail = detail_;
+    return r;
+  }
+
+ private:
+  const std::string detail_;
+};
+
+// A number, a fraction, a percentage or a quantity with a unit whose value is an exact rational:
+// what NUMERIC accepts on either side ("2+3" is 5; "\sqrt{2}" and "x" are not numbers).
+// An equation ("x = 5", "6 \cdot 7 = 42") counts when one of its sides does.
+bool IsNumber(const Expr& e, Budget& budget) {
+  uint32_t x = e.root;
+  if (e.node(x).kind == Kind::kRelation) {
+    const std::string_view ops = e.text(x);
+    if (ops.find_first_not_of('=') != std::string_view::npos) return false;
+    for (uint32_t side : e.kids(x)) {
+      if (FreeSymbols(e, side).empty() && EvaluateExact(e, side, budget).has_value()) return true;
+    }
+    return false;
+  }
+  for (int peel = 0; peel < 2; ++peel) {
+    const Kind k = e.node(x).kind;
+    if (k == Kind::kWithUnit || k == Kind::kPercent) x = e.kids(x)[0];
+  }
+  return EvaluateExact(e, x, budget).has_value();
+}
+
+// MATH, and NUMERIC (the same, with both sides exact numbers).
+class MathJudge final : public ExtractingJudge {
+ public:
+  // `references`: every reading of every reference that parsed. `spellings`: how each
+  // reference's answer is written, parsed or not.
+  MathJudge(std::vector<Expr> references, std::vector<std::string> spellings,
+            std::string unparseable, bool numeric)
+      : ExtractingJudge(Fallback::kExpression),
+        references_(std::move(references)),
+        spellings_(std::move(spellings)),
+        unparseable_(std::move(unparseable)),
+        numeric_(numeric) {}
+
+ private:
+  void Compare(const ExtractedAnswer& extracted, AccuracyResult* result) const override {
     const std::string spelling = Spelling(result->extracted);
     for (const std::string& s : spellings_) {
       if (!s.empty() && s == spelling) {
         result->verdict = Verdict::kCorrect;
-        result->accuracy = 1.0;
         return;
       }
     }
@@ -246,10 +339,13 @@ class MathJudge final : public Judge {
       result->detail = "the answer exceeds the parser's budget";
       return;
     }
+    if (numeric_) {
+      std::erase_if(parsed.readings, [&](const Expr& e) { return !IsNumber(e, budget); });
+    }
+    result->verdict = Verdict::kWrong;
     if (!parsed.ok()) {
-      result->verdict = Verdict::kWrong;
-      result->detail =
-          absl::StrCat("the answer \"", result->extracted.substr(0, 80), "\" does not parse");
+      result->detail = absl::StrCat("the answer \"", result->extracted.substr(0, 80),
+                                    numeric_ ? "\" is not a number" : "\" does not parse");
       return;
     }
     for (const Expr& answer : parsed.readings) {
@@ -257,7 +353,6 @@ class MathJudge final : public Judge {
         const Equivalence eq = Equivalent(answer, answer.root, reference, reference.root, budget);
         if (eq == Equivalence::kEqual) {
           result->verdict = Verdict::kCorrect;
-          result->accuracy = 1.0;
           return;
         }
         if (eq == Equivalence::kBudgetExceeded) {
@@ -267,21 +362,162 @@ class MathJudge final : public Judge {
         }
       }
     }
-    result->verdict = Verdict::kWrong;
   }
+
+  bool Unscorable() const override { return references_.empty(); }
+  std::string UnscorableDetail() const override { return unparseable_; }
 
   const std::vector<Expr> references_;
   const std::vector<std::string> spellings_;
   const std::string unparseable_;
-  mutable std::mutex mu_;
-  mutable std::map<std::string, AccuracyResult, std::less<>> cache_;
+  const bool numeric_;
 };
 
-class MathAccuracyScorer final : public AccuracyScorer {
+// "C", "c", "(C)", "(c)" once unwrapped; nothing else.
+std::optional<char> ExactChoice(std::string_view t) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  auto upper = [](char c) { return c >= 'a' && c <= 'z' ? static_cast<char>(c - 32) : c; };
+  if (t.size() == 1 && alpha(t[0])) return upper(t[0]);
+  if (t.size() == 3 && t[0] == '(' && alpha(t[1]) && t[2] == ')') return upper(t[1]);
+  return std::nullopt;
+}
+
+// The letter an extracted answer chooses: "B", "(B) 7", "B. 7", "\text{(B)}", "**B**", "option
+// (B)". A leading lower-case letter counts only alone or in parentheses ("a bit" is not A).
+std::optional<char> ChoiceFromText(std::string_view text) {
+  auto alnum = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+  };
+  auto upper = [](char c) { return c >= 'A' && c <= 'Z'; };
+  const std::string_view t = StripWrappers(text);
+  if (std::optional<char> c = ExactChoice(t)) return c;
+  if (t.size() >= 3 && t[0] == '(' && ExactChoice(t.substr(0, 3)))
+    return ExactChoice(t.substr(0, 3));
+  if (!t.empty() && upper(t[0]) && (t.size() == 1 || !alnum(t[1]))) return t[0];
+  for (size_t i = 0; i + 2 < t.size(); ++i) {
+    if (t[i] == '(' && upper(t[i + 1]) && t[i + 2] == ')' && (i == 0 || !alnum(t[i - 1]))) {
+      return t[i + 1];
+    }
+  }
+  return std::nullopt;
+}
+
+class ChoiceJudge final : public ExtractingJudge {
+ public:
+  explicit ChoiceJudge(std::string letters)
+      : ExtractingJudge(Fallback::kChoiceLetter), letters_(std::move(letters)) {}
+
+ private:
+  void Compare(const ExtractedAnswer& extracted, AccuracyResult* result) const override {
+    result->verdict = Verdict::kWrong;
+    if (extracted.parts.size() > 1) {  // "\boxed{A}, \boxed{C}": a hedge is no choice
+      result->detail = "several choices in the answer";
+      return;
+    }
+    const std::optional<char> choice = ChoiceFromText(extracted.parts[0]);
+    if (!choice) {
+      result->detail = "no choice letter in the answer";
+      return;
+    }
+    if (letters_.find(*choice) != std::string::npos) result->verdict = Verdict::kCorrect;
+  }
+
+  const std::string letters_;  // upper case
+};
+
+// Unwrapped, spaces folded, ASCII lower-cased.
+std::string NormalizeExact(std::string_view text) {
+  const std::string_view t = StripWrappers(text);
+  std::string out;
+  bool pending_space = false;
+  for (const char c : t) {
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      pending_space = !out.empty();
+      continue;
+    }
+    if (pending_space) out += ' ';
+    pending_space = false;
+    out += c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  return out;
+}
+
+class ExactJudge final : public ExtractingJudge {
+ public:
+  explicit ExactJudge(std::vector<std::string> references)
+      : ExtractingJudge(Fallback::kWholeText), references_(std::move(references)) {}
+
+ private:
+  void Compare(const ExtractedAnswer& /*extracted*/, AccuracyResult* result) const override {
+    const std::string normalized = NormalizeExact(result->extracted);
+    result->verdict = Verdict::kWrong;
+    for (const std::string& reference : references_) {
+      if (normalized == reference) result->verdict = Verdict::kCorrect;
+    }
+  }
+
+  const std::vector<std::string> references_;  // normalised
+};
+
+// Every reference was rejected, each for the reason in `problems`.
+std::unique_ptr<Judge> Unparseable(const std::vector<std::string>& problems) {
+  std::string detail = problems.size() == 1 ? "reference " : "no usable reference: ";
+  for (size_t i = 0; i < problems.size() && i < 4; ++i) {
+    absl::StrAppend(&detail, i == 0 ? "" : "; ", problems[i]);
+  }
+  if (problems.size() > 4) absl::StrAppend(&detail, "; ...");
+  return std::make_unique<UnparseableJudge>(std::move(detail));
+}
+
+std::string Quoted(std::string_view s) {
+  return absl::StrCat("\"", Sv(s.substr(0, 80)), s.size() > 80 ? "..." : "", "\"");
+}
+
+class AccuracyScorerImpl final : public AccuracyScorer {
  public:
   std::unique_ptr<Judge> Prepare(Task task,
                                  std::span<const std::string> references) const override {
-    if (task != Task::kMath) return basic_->Prepare(task, references);
+    if (references.empty()) return std::make_unique<UnparseableJudge>("no reference");
+    switch (task) {
+      case Task::kMath:
+      case Task::kNumeric:
+        return PrepareMath(references, task == Task::kNumeric);
+      case Task::kMultipleChoice: {
+        std::string letters;
+        std::vector<std::string> problems;
+        for (const std::string& reference : references) {
+          if (const std::optional<char> c = ExactChoice(StripWrappers(reference))) {
+            letters += *c;
+          } else {
+            problems.push_back(absl::StrCat(Quoted(reference), " is not a single choice letter"));
+          }
+        }
+        if (letters.empty()) return Unparseable(problems);
+        return std::make_unique<ChoiceJudge>(std::move(letters));
+      }
+      case Task::kExact: {
+        std::vector<std::string> normalized;
+        std::vector<std::string> problems;
+        for (const std::string& reference : references) {
+          std::string n = NormalizeExact(reference);
+          if (n.empty()) {
+            problems.push_back(absl::StrCat(Quoted(reference), " is empty"));
+          } else {
+            normalized.push_back(std::move(n));
+          }
+        }
+        if (normalized.empty()) return Unparseable(problems);
+        return std::make_unique<ExactJudge>(std::move(normalized));
+      }
+      case Task::kExternal:
+        break;
+    }
+    return std::make_unique<UnparseableJudge>(
+        "EXTERNAL accuracy is supplied by the caller, not graded");
+  }
+
+ private:
+  static std::unique_ptr<Judge> PrepareMath(std::span<const std::string> references, bool numeric) {
     std::vector<Expr> parsed;
     std::vector<std::string> spellings;
     std::vector<std::string> bad;  // the first few, quoted: `why` is copied to every completion
@@ -310,28 +546,30 @@ class MathAccuracyScorer final : public AccuracyScorer {
           }
         }
       }
-      spellings.push_back(Spelling(absl::StrJoin(parts, ", ")));
+      if (numeric) {
+        Budget check;
+        std::erase_if(p.readings, [&](const Expr& e) { return !IsNumber(e, check); });
+      }
+      // NUMERIC takes numbers only; MATH also an answer written exactly as the reference.
+      if (!numeric) spellings.push_back(Spelling(absl::StrJoin(parts, ", ")));
       if (p.ok()) {
         for (Expr& e : p.readings) parsed.push_back(std::move(e));
       } else if (++unparsed <= 4) {
-        bad.push_back(absl::StrCat("\"", reference.substr(0, 80), "\""));
+        bad.push_back(Quoted(reference));
       }
     }
     if (unparsed > bad.size()) bad.push_back(absl::StrCat("and ", unparsed - bad.size(), " more"));
-    std::string why = references.empty()
-                          ? "no reference"
-                          : absl::StrCat("no reference parses: ", absl::StrJoin(bad, ", "));
-    return std::make_unique<MathJudge>(std::move(parsed), std::move(spellings), std::move(why));
+    std::string why = absl::StrCat(numeric ? "no reference is a number: " : "no reference parses: ",
+                                   absl::StrJoin(bad, ", "));
+    return std::make_unique<MathJudge>(std::move(parsed), std::move(spellings), std::move(why),
+                                       numeric);
   }
-
- private:
-  std::unique_ptr<AccuracyScorer> basic_ = NewBasicAccuracyScorer();
 };
 
 }  // namespace
 
-std::unique_ptr<AccuracyScorer> NewMathAccuracyScorer() {
-  return std::make_unique<MathAccuracyScorer>();
+std::unique_ptr<AccuracyScorer> NewAccuracyScorer() {
+  return std::make_unique<AccuracyScorerImpl>();
 }
 
 }  // namespace rlscore::scorers::math

@@ -1,12 +1,18 @@
-// The math answer verifier (SPEC §2, issue 4): extraction from the answer section,
-// normalisation, parsing, and equivalence — behind the AccuracyScorer interface of accuracy.h.
+// The accuracy scorer of every task, behind the interface of scorers/accuracy.h: one extraction
+// (extract.h) for all of them, then a thin judge per task —
+//   MATH            the verifier: parsing, exact and numeric equivalence (docs/VERIFIER.md);
+//   NUMERIC         the same, with both sides exact numbers ("2+3" is 5; "\sqrt{2}" is no number);
+//   MULTIPLE_CHOICE one letter A-Z in the reference, the letter the answer chooses;
+//   EXACT           unwrapped, spaces folded, ASCII case-folded, byte for byte.
 //
-//   std::unique_ptr<AccuracyScorer> math = NewMathAccuracyScorer();
-//   std::unique_ptr<Judge> judge = math->Prepare(Task::kMath, {"\\frac{1}{2}"});
+//   std::unique_ptr<AccuracyScorer> scorer = NewAccuracyScorer();
+//   std::unique_ptr<Judge> judge = scorer->Prepare(Task::kMath, {"\\frac{1}{2}"});
 //   judge->Grade(" so the answer is $0.5$.").verdict;   // Verdict::kCorrect
 //
-// References are parsed once, in Prepare(). Every Grade() is bounded by explicit budgets (input
-// bytes, depth, nodes, arithmetic steps): over budget is Verdict::kBudgetExceeded, never a hang.
+// References are parsed once, in Prepare(). Every Grade() is bounded by explicit budgets (answer
+// bytes, depth, nodes, arithmetic steps): a final answer longer than any answer is WRONG, a
+// reasonably sized one over another budget BUDGET_EXCEEDED, never a hang. Verdicts are cached per
+// group by extracted answer.
 #pragma once
 
 #include <memory>
@@ -15,8 +21,7 @@
 
 namespace rlscore::scorers::math {
 
-// Tasks kMath (this verifier); kMultipleChoice, kExact and kNumeric are delegated to the basic
-// rules of NewBasicAccuracyScorer().
-std::unique_ptr<AccuracyScorer> NewMathAccuracyScorer();
+// Thread-safe; so are its judges.
+std::unique_ptr<AccuracyScorer> NewAccuracyScorer();
 
 }  // namespace rlscore::scorers::math

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scorers/accuracy.h"
+#include "scorers/math/verifier.h"
 #include "scorers/reward.h"
 
 namespace rlscore::scorers {
@@ -18,7 +19,7 @@ using ::testing::HasSubstr;
 // What the batch scorer (ScoreGroups' scorer) reports for one completion, with the AST rules off
 // so that only the n-gram rule can fire, as in the stream.
 CompletionScore BatchScore(const CompletionInput& in, const Profile& profile) {
-  const std::unique_ptr<AccuracyScorer> scorer = NewBasicAccuracyScorer();
+  const std::unique_ptr<AccuracyScorer> scorer = math::NewAccuracyScorer();
   const std::vector<std::string> references = {"42"};
   const std::unique_ptr<Judge> judge = scorer->Prepare(Task::kNumeric, references);
   std::vector<CompletionScore> scores;

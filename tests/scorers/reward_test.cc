@@ -27,6 +27,7 @@
 #include "gtest/gtest.h"
 #include "scorers/accuracy.h"
 #include "scorers/length.h"
+#include "scorers/math/verifier.h"
 #include "scorers/ngram_repetition.h"
 #include "scorers/tokens.h"
 
@@ -72,7 +73,7 @@ CompletionInput In(std::string_view text, std::optional<uint32_t> num_tokens = 1
 absl::StatusOr<std::vector<CompletionScore>> Score(
     const std::vector<CompletionInput>& inputs, const Profile& profile, Task task = Task::kNumeric,
     const std::vector<std::string>& references = {"42"}) {
-  const std::unique_ptr<AccuracyScorer> scorer = NewBasicAccuracyScorer();
+  const std::unique_ptr<AccuracyScorer> scorer = math::NewAccuracyScorer();
   const std::unique_ptr<Judge> judge = scorer->Prepare(task, references);
   std::vector<CompletionScore> scores;
   const absl::Status status = ScoreGroup(inputs, task, judge.get(), profile, &scores);
@@ -845,7 +846,7 @@ TEST(Reward, KimiLeavesOutUnscorable) {
   const std::string over = "<think>long</think> \\boxed{BUDGET}";
   Profile profile;
   profile.length.shape = LengthShape::kKimi;
-  const std::unique_ptr<AccuracyScorer> scorer = NewBasicAccuracyScorer();
+  const std::unique_ptr<AccuracyScorer> scorer = math::NewAccuracyScorer();
   const std::vector<std::string> refs = {"42"};
   const std::unique_ptr<Judge> real = scorer->Prepare(Task::kNumeric, refs);
   const BudgetJudge judge(real.get());
@@ -1038,7 +1039,7 @@ TEST(Reward, ExternalAccuracy) {
   }
 
   // A judge, when given, is not consulted for TASK_EXTERNAL.
-  const std::unique_ptr<AccuracyScorer> scorer = NewBasicAccuracyScorer();
+  const std::unique_ptr<AccuracyScorer> scorer = math::NewAccuracyScorer();
   const std::vector<std::string> refs = {"42"};
   const std::unique_ptr<Judge> judge = scorer->Prepare(Task::kNumeric, refs);
   CompletionInput boxed = In("<think>r</think> \\boxed{41}");

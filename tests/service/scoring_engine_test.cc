@@ -35,7 +35,7 @@ struct Engine {
 
   Limits limits;
   ProfileSet profiles = DefaultProfiles(advantage::Options{});
-  std::unique_ptr<scorers::AccuracyScorer> accuracy = scorers::math::NewMathAccuracyScorer();
+  std::unique_ptr<scorers::AccuracyScorer> accuracy = scorers::math::NewAccuracyScorer();
   std::unique_ptr<advantage::Backend> backend = advantage::NewCpuBackend();
   WorkerPool pool;
   Metrics metrics;

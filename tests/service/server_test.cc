@@ -779,7 +779,7 @@ class GatedAccuracy final : public scorers::AccuracyScorer, public Gate {
   }
 
  private:
-  std::unique_ptr<scorers::AccuracyScorer> math_ = scorers::math::NewMathAccuracyScorer();
+  std::unique_ptr<scorers::AccuracyScorer> math_ = scorers::math::NewAccuracyScorer();
 };
 
 constexpr int kManyGroups = 64;

@@ -17,6 +17,7 @@
 
 #include "gtest/gtest.h"
 #include "scorers/accuracy.h"
+#include "scorers/math/verifier.h"
 #include "scorers/reward.h"
 #include "tests/scorers/ast/adversarial_text.h"
 
@@ -53,7 +54,7 @@ std::vector<std::pair<std::string, std::string>> Files(const std::string& folder
 // ast_repetition_test.cc).
 CompletionScore ScoreText(const std::string& text,
                           uint64_t timeout_micros = ast::testing::kUnhurriedParseMicros) {
-  const std::unique_ptr<AccuracyScorer> scorer = NewBasicAccuracyScorer();
+  const std::unique_ptr<AccuracyScorer> scorer = math::NewAccuracyScorer();
   const std::vector<std::string> references = {"42"};
   const std::unique_ptr<Judge> judge = scorer->Prepare(Task::kExact, references);
   CompletionInput in;

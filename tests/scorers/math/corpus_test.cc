@@ -3,7 +3,7 @@
 // verifier must return. Every case goes through the real pipeline:
 //
 //   Anatomy a = ParseAnatomy(completion, TagPolicy{});
-//   judge = NewMathAccuracyScorer()->Prepare(Task::kMath, references);
+//   judge = NewAccuracyScorer()->Prepare(Task::kMath, references);
 //   judge->Grade(a.answer(completion)).verdict == expected
 //
 // The file format is described at the top of corpus.txt. The parser fails loudly on malformed
@@ -387,7 +387,7 @@ void PrintTable(const std::map<std::string, Tally>& tallies) {
 TEST(MathCorpus, EveryCaseGetsItsVerdict) {
   absl::StatusOr<std::vector<CorpusCase>> cases = LoadCorpus();
   ASSERT_TRUE(cases.ok()) << cases.status();
-  const std::unique_ptr<AccuracyScorer> scorer = math::NewMathAccuracyScorer();
+  const std::unique_ptr<AccuracyScorer> scorer = math::NewAccuracyScorer();
   ASSERT_NE(scorer, nullptr);
 
   std::map<std::string, Tally> tallies;

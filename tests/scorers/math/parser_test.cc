@@ -586,9 +586,15 @@ TEST(ParserLimits, StepBudgetStopsTokensAndNodes) {
 
 TEST(ParserLimits, HugeNumbersAndExponentsAreBounded) {
   Budget budget;
+  // An exponent beyond exact arithmetic's 1000 is no number an answer is: invalid (the answer is
+  // WRONG), not a budget that ran out (unscorable), and read without spending one.
   absl::StatusOr<Expr> e = ParseAnswer("1e999999", ParseLimits{}, budget);
-  EXPECT_EQ(e.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_TRUE(budget.exceeded);
+  EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(e.status().message()), HasSubstr("exponent out of range"));
+  EXPECT_FALSE(budget.exceeded);
+  EXPECT_TRUE(ParseAnswer("1e1000", ParseLimits{}, budget).ok());
+  EXPECT_EQ(ParseAnswer("1e-1001", ParseLimits{}, budget).status().code(),
+            absl::StatusCode::kInvalidArgument);
   Budget fresh;
   e = ParseAnswer(std::string(4000, '9'), ParseLimits{}, fresh);
   ASSERT_TRUE(e.ok()) << e.status();

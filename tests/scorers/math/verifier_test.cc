@@ -14,7 +14,7 @@ using ::testing::HasSubstr;
 AccuracyResult GradeOne(const std::string& reference, const std::string& answer_section,
                         Task task = Task::kMath) {
   const std::vector<std::string> refs = {reference};
-  return NewMathAccuracyScorer()->Prepare(task, refs)->Grade(answer_section);
+  return NewAccuracyScorer()->Prepare(task, refs)->Grade(answer_section);
 }
 
 std::string Repeat(std::string_view s, int n) {
@@ -56,7 +56,7 @@ TEST(Verifier, AdversarialInputsEndInATypedVerdictThroughTheBudgets) {
 
 TEST(Verifier, ReferencesParsedOnceAndVerdictsCachedPerGroup) {
   const std::vector<std::string> refs = {"\\frac{1}{2}", "0.5"};
-  const std::unique_ptr<Judge> judge = NewMathAccuracyScorer()->Prepare(Task::kMath, refs);
+  const std::unique_ptr<Judge> judge = NewAccuracyScorer()->Prepare(Task::kMath, refs);
   const AccuracyResult first = judge->Grade(" so \\boxed{2/4}.");
   const AccuracyResult again = judge->Grade(" hence \\boxed{2/4}");
   EXPECT_EQ(first.verdict, Verdict::kCorrect);
@@ -70,7 +70,7 @@ TEST(Verifier, UnparseableReferencesAreUnscorable) {
   EXPECT_EQ(r.verdict, Verdict::kUnparseableReference);
   EXPECT_THAT(r.detail, HasSubstr("\\frac{1}{"));
   const std::vector<std::string> none;
-  EXPECT_EQ(NewMathAccuracyScorer()->Prepare(Task::kMath, none)->Grade("\\boxed{1}").verdict,
+  EXPECT_EQ(NewAccuracyScorer()->Prepare(Task::kMath, none)->Grade("\\boxed{1}").verdict,
             Verdict::kUnparseableReference);
 }
 
