@@ -1,4 +1,4 @@
-// Scoring cost (SPEC §7): one realistic 3k-token completion, one 16k-token looping completion, and
+// Scoring cost (docs/PERFORMANCE.md): one realistic 3k-token completion, one 16k-token looping completion, and
 // a ScoreGroups batch in process next to the same batch over gRPC on loopback.
 //
 //   ./build-bench/bench/scoring_bench

@@ -1,4 +1,4 @@
-// Answer verification speed (SPEC §7): verifications per second per core, p50 and p99 latency,
+// Answer verification speed (docs/PERFORMANCE.md): verifications per second per core, p50 and p99 latency,
 // over a realistic mix of answer sections and references. Goal: >= 50,000/s per core at p50 and
 // <= 1 ms at p99 (Math-Verify manages about 20–40 per second).
 //

@@ -395,14 +395,14 @@ class Comparer {
       if (!Linear(e, e.kids(node)[0], var, k, c, budget)) return false;
       *k = BigRational::Sub(BigRational(0), *k, budget).value_or(BigRational(0));
       *c = BigRational::Sub(BigRational(0), *c, budget).value_or(BigRational(0));
-      return !k->sign() == 0;
+      return k->sign() != 0;
     }
     if (n.kind == Kind::kMul && n.num_children == 2 &&
         e.node(e.kids(node)[0]).kind == Kind::kNumber && IsLabel(e, e.kids(node)[1])) {
       *var = e.kids(node)[1];
       *k = e.number(e.kids(node)[0]);
       *c = BigRational(0);
-      return !k->sign() == 0;
+      return k->sign() != 0;
     }
     if (n.kind == Kind::kAdd) {
       bool found = false;
@@ -464,7 +464,7 @@ class Comparer {
     iv.hi = vi + 1 == operands.size() ? End{nullptr, 0, 1} : Finite(e, operands[vi + 1]);
     iv.lo_closed = vi > 0 && ops[vi - 1] == 'l';
     iv.hi_closed = vi + 1 < operands.size() && ops[vi] == 'l';
-    if (!(k == BigRational(1)) || !c.sign() == 0) {
+    if (!(k == BigRational(1)) || c.sign() != 0) {
       // k·v + c between the ends: v between (end − c)/k, turned around when k < 0.
       for (End* end : {&iv.lo, &iv.hi}) {
         if (end->e == nullptr) {

@@ -102,8 +102,8 @@ constexpr CommandOp kCommandOps[] = {{"times", TokenKind::kOp, '*'},
                                      {"approx", TokenKind::kRelation, '~'},
                                      {"equiv", TokenKind::kRelation, '='}};
 
-// Words dropped wherever they appear: currency and angle units (SPEC §2: "units and ^\circ
-// ignored").
+// Words dropped wherever they appear: currency and angle units (units and degrees are ignored
+// when only one side carries them, docs/VERIFIER.md).
 constexpr std::string_view kDroppedWords[] = {"dollars", "dollar", "usd",
                                               "degrees", "degree", "deg"};
 
@@ -592,7 +592,7 @@ class Lexer {
   }
 
   // A degree sign: the marker token 'D', which the parser turns into ·π/180 inside a
-  // trigonometric argument and drops elsewhere (SPEC §2: "^\circ ignored").
+  // trigonometric argument and drops elsewhere (docs/VERIFIER.md).
   absl::Status EmitDegree() {
     SkipDegreeScale();
     return Emit(TokenKind::kOp, 'D', "\xC2\xB0");

@@ -1,4 +1,4 @@
-// Tests of scorers/reward.h end to end through the real scorers: the default profile of SPEC §1
+// Tests of scorers/reward.h end to end through the real scorers: the default profile
 // (gated format, truncation, the incident's loop), token-id mode, token estimates, weights,
 // repetition modes, every length shape through a profile (Kimi within the group), tag policies,
 // caller-supplied accuracy, unscorable completions, and one ValidateProfile row per rule.
@@ -255,7 +255,7 @@ TEST(Reward, IncidentLoop) {
   EXPECT_EQ(s.repetition_finding.token_offset, 32u);
 }
 
-// SPEC §3 through the reward: a code model re-emitting its function with renamed identifiers is
+// The AST rules (docs/REPETITION.md) through the reward: a code model re-emitting its function with renamed identifiers is
 // caught by the code-clone rule although no 8-gram of its words repeats.
 TEST(Reward, RenamedFunctionFiresCodeCloneNotNgram) {
   static const char* const kNames[][3] = {{"solve", "n", "m"},
@@ -950,7 +950,7 @@ TEST(Reward, NonThinkingModelRepetitionCoversWholeText) {
   EXPECT_EQ(ScoreOne(In(tagged), profile).repetition, -0.5);
 }
 
-// SPEC §1: "When a profile requires <answer> tags, exactly one <answer>…</answer>" in the answer
+// "When a profile requires <answer> tags, exactly one <answer>…</answer>" in the answer
 // section; for a model that does not think the whole text is that section, so the policy still
 // applies.
 TEST(Reward, NonThinkingModelStillRequiresAnswerTags) {
@@ -977,7 +977,7 @@ TEST(Reward, NonThinkingModelStillRequiresAnswerTags) {
   }
 }
 
-// SPEC §1: an ungated format reward only by explicit opt-in, and flagged when paid.
+// An ungated format reward only by explicit opt-in, and flagged when paid.
 TEST(Reward, UngatedFormatIsFlagged) {
   Profile profile;
   profile.format.ungated = true;

@@ -295,7 +295,7 @@ TEST_F(ServerTest, ScoreGroupsAndScoreThroughTheStub) {
   EXPECT_THAT(metrics, HasSubstr("rlscore_tokens_estimated_total 1"));
 }
 
-// SPEC §3 over the wire: which AST rule fired, where, the budget skip, and their metrics.
+// The AST repetition rules (docs/REPETITION.md) over the wire: which AST rule fired, where, the budget skip, and their metrics.
 TEST(ServerAst, RepetitionReportsAndMetrics) {
   ServerOptions options = TestOptions();
   ASSERT_TRUE(ApplyConfigText(R"pb(profiles {

@@ -1,4 +1,4 @@
-// The verdict corpus of the math verifier (SPEC §2, issue 4): hand-written cases in corpus.txt,
+// The verdict corpus of the math verifier (docs/VERIFIER.md): hand-written cases in corpus.txt,
 // each a reference (or several), a completion as a reasoning model writes it, and the verdict the
 // verifier must return. Every case goes through the real pipeline:
 //
