@@ -290,9 +290,12 @@ class Comparer {
     const Node& n = e.node(x);
     if (!budget_.Spend(1 + n.num_children)) return std::nullopt;
     if (n.kind == Kind::kMatrix) return out.Graft(e, x);
-    if (IsScalar(n.kind) && n.kind != Kind::kAdd && n.kind != Kind::kMul && n.kind != Kind::kNeg) {
+    if (n.kind != Kind::kAdd && n.kind != Kind::kMul && n.kind != Kind::kNeg) {
+      // A scalar factor is grafted as it is; anything else (a set, "{}") makes no matrix.
+      if (!IsScalar(n.kind)) return std::nullopt;
       return out.Graft(e, x);
     }
+    if (n.num_children == 0) return std::nullopt;
     std::vector<uint32_t> values;
     for (uint32_t k : e.kids(x)) {
       std::optional<uint32_t> v = FoldMatrix(e, k, out);

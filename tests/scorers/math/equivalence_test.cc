@@ -82,6 +82,14 @@ TEST(Equivalence, SpecSection2) {
       {"(0, \\infty)", "(0,\\infty)", true},
       {"(-\\infty, 3]", "(\\infty, 3]", false},
       {"\\frac{6!}{2!\\,4!}", "15", true},
+      // Matrix arithmetic is evaluated; anything that is not a matrix or a scalar makes none (a
+      // fuzzer found "{120}{}", 120 times an empty set, binding a reference to nothing).
+      {"\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}+\\begin{pmatrix}5&6\\\\7&8\\end{pmatrix}",
+       "\\begin{pmatrix}6&8\\\\10&12\\end{pmatrix}", true},
+      {"2\\begin{pmatrix}1&2\\end{pmatrix}", "\\begin{pmatrix}2&4\\end{pmatrix}", true},
+      {"\\begin{pmatrix}1&2\\end{pmatrix}\\begin{pmatrix}1&2\\end{pmatrix}",
+       "\\begin{pmatrix}5\\end{pmatrix}", false},
+      {"{120}{}", "\\begin{pmatrix}120\\end{pmatrix}", false},
       // Lists.
       {"1,2", "12", false},
   };
