@@ -213,7 +213,7 @@ class FaultTest(unittest.TestCase):
                 self.assertIn("the server is shutting down", e.details())
                 refused += 1
         channel.close()
-        self.assertEqual(server.proc.wait(120), 0, server.log())
+        self.assertEqual(server.wait(120), 0, server.log())
         # Every call the server had taken before SIGTERM (answered, or in flight at the last
         # scrape) was answered in full; the others were refused UNAVAILABLE (retryable), none lost
         # or CANCELLED.

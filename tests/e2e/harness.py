@@ -100,6 +100,14 @@ class RunningServer:
     def log(self):
         return "".join(self.lines)
 
+    def wait(self, timeout):
+        """Waits for the server to exit and for its last log lines to be read (the process can end
+        before the reader thread has taken what it wrote last); returns the exit status.
+        subprocess.TimeoutExpired if it is still running after `timeout` seconds."""
+        code = self.proc.wait(timeout)
+        self._reader.join(10)
+        return code
+
     def stop(self, grace=30):
         """SIGTERM, as Kubernetes stops the sidecar; checks that the server exited 0 within
         `grace` seconds (else SIGKILL) and that its log has no sanitizer report: ThreadSanitizer

@@ -151,7 +151,7 @@ class SecurityTest(unittest.TestCase):
             with server.channel() as channel:
                 self.assertAlmostEqual(self.score(channel).rewards[0], 1.1)
             server.proc.send_signal(signal.SIGTERM)
-            self.assertEqual(server.proc.wait(60), 0)
+            self.assertEqual(server.wait(60), 0)
             self.assertEqual(os.listdir(scratch), [], "the server wrote files")
 
 

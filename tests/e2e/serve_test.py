@@ -14,7 +14,6 @@ import signal
 import struct
 import subprocess
 import sys
-import time
 import unittest
 
 import grpc
@@ -97,8 +96,7 @@ class ServeTest(unittest.TestCase):
             # Whether the server then exited 0 (the answer lost on the way out) or died tells
             # the two apart; its log is read after it ended.
             try:
-                status = self.server.proc.wait(90)
-                time.sleep(0.5)  # the reader thread takes the last lines
+                status = self.server.wait(90)
             except subprocess.TimeoutExpired:
                 status = "still running after 90 s"
             print("server exit status: %s; server log:\n%s" % (status, self.server.log()),
@@ -106,7 +104,7 @@ class ServeTest(unittest.TestCase):
             raise
         self.assertEqual(len(result.advantages), n)
         self.assertEqual(result.summary.groups, n // 16)
-        self.assertEqual(self.server.proc.wait(60), 0)
+        self.assertEqual(self.server.wait(60), 0)
         self.assertIn("SIGTERM", self.server.log())
         self.assertIn("stopped", self.server.log())
 
