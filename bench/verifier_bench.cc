@@ -1,11 +1,13 @@
-// Answer verification speed (docs/PERFORMANCE.md): verifications per second per core, p50 and p99 latency,
-// over a realistic mix of answer sections and references. Goal: >= 50,000/s per core at p50 and
-// <= 1 ms at p99 (Math-Verify manages about 20–40 per second).
+// Answer verification speed (docs/PERFORMANCE.md): verifications per second per core, p50 and p99
+// latency, over a realistic mix of answer sections and references. Goal: >= 400,000/s on one core
+// and
+// <= 10 us at p99 (Math-Verify manages about 20–120 per second).
 //
 //   ./build-release/bench/verifier_bench
 //
 // Every verification gets a judge prepared beforehand (as ScoreGroups prepares one per group), so
-// the verdict cache never answers: each Grade() extracts, parses and compares.
+// the verdict cache never answers: each Grade() extracts, parses and compares. The rate is over
+// the timed Grade() calls alone.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -48,27 +50,30 @@ int main() {
   auto scorer = rlscore::scorers::math::NewAccuracyScorer();
   constexpr int kRounds = 2000;
   const size_t n = std::size(kCases) * kRounds;
+  // As ScoreGroups does, a round's judges are prepared (untimed), graded, and released before
+  // the next round's: the heap reuses their memory, so the timings are of verification, not of
+  // the first touch of fresh pages that a process holding every judge at once would pay.
   std::vector<std::unique_ptr<rlscore::scorers::Judge>> judges;
-  judges.reserve(n);
+  judges.reserve(std::size(kCases));
+  std::vector<double> micros;
+  micros.reserve(n);
+  size_t correct = 0;
+  double seconds = 0;
   for (int r = 0; r < kRounds; ++r) {
+    judges.clear();
     for (const Case& c : kCases) {
       const std::vector<std::string> refs = {c.reference};
       judges.push_back(scorer->Prepare(rlscore::scorers::Task::kMath, refs));
     }
+    for (size_t k = 0; k < std::size(kCases); ++k) {
+      const auto t0 = Clock::now();
+      const rlscore::scorers::AccuracyResult result = judges[k]->Grade(kCases[k].answer_section);
+      const auto t1 = Clock::now();
+      correct += result.verdict == rlscore::scorers::Verdict::kCorrect;
+      micros.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+      seconds += std::chrono::duration<double>(t1 - t0).count();
+    }
   }
-  std::vector<double> micros;
-  micros.reserve(n);
-  size_t correct = 0;
-  const auto start = Clock::now();
-  for (size_t i = 0; i < n; ++i) {
-    const Case& c = kCases[i % std::size(kCases)];
-    const auto t0 = Clock::now();
-    const rlscore::scorers::AccuracyResult result = judges[i]->Grade(c.answer_section);
-    const auto t1 = Clock::now();
-    correct += result.verdict == rlscore::scorers::Verdict::kCorrect;
-    micros.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-  }
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::sort(micros.begin(), micros.end());
   const double p50 = micros[micros.size() / 2];
   const double p99 = micros[micros.size() * 99 / 100];
@@ -76,6 +81,6 @@ int main() {
       "verifications: %zu in %.3f s on one core: %.0f/s; p50 %.2f us, p99 %.2f us, max %.2f us "
       "(%zu correct)\n",
       n, seconds, static_cast<double>(n) / seconds, p50, p99, micros.back(), correct);
-  std::printf("goal: >= 50000/s at p50 (1/p50 = %.0f/s), p99 <= 1000 us\n", 1e6 / p50);
+  std::printf("goal: >= 400000/s, p99 <= 10 us\n");
   return 0;
 }
