@@ -46,8 +46,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   scorers::MonitorOptions options;
   options.ngram.n = 1 + flags % 8;
   options.ngram.max_occurrences = 1 + (flags >> 3) % 4;
-  options.think_prefilled = (flags & 0x20) != 0;
-  options.expects_reasoning = (flags & 0x40) == 0;
+  options.ngram.rule =
+      (flags & 0x20) != 0 ? scorers::NgramRule::kLiteral : scorers::NgramRule::kLoop;
+  options.ngram.window = 1 + flags % 64;
+  options.ngram.max_number_run = (flags & 0x40) != 0 ? 4 : 512;
   options.max_tokens = (flags & 0x80) != 0 ? 64 : 0;
   const std::string_view text = in.Rest();
 

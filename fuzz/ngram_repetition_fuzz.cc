@@ -1,10 +1,13 @@
-// The n-gram repetition rule (scorers/ngram_repetition.h) against a naive reference: token ids
-// from the input (two bytes each, a small alphabet so windows recur), n and the threshold from
-// its first bytes. The hash-table rule must fire at exactly the window the naive count of every
-// window fires at. The word normaliser runs on the same bytes as text.
+// The n-gram repetition rules (scorers/ngram_repetition.h) against a naive reference: token ids
+// from the input (two bytes each, a small alphabet so windows recur), the rule, n, the threshold
+// and the loop window from its first bytes. The hash-table rule must fire at exactly the window
+// the naive count of every window fires at. The word normaliser runs on the same bytes as text,
+// and the number-run rule on its words against a naive count.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "fuzz/fuzz_input.h"
@@ -17,16 +20,35 @@ scorers::NgramReport Naive(const std::vector<uint64_t>& tokens,
                            const scorers::NgramOptions& options) {
   scorers::NgramReport report;
   if (options.n == 0 || tokens.size() < options.n) return report;
-  std::map<std::vector<uint64_t>, std::pair<uint32_t, size_t>> seen;  // count, first start
+  struct Seen {
+    uint32_t count = 0;
+    size_t first = 0;
+    size_t last = 0;
+  };
+  std::map<std::vector<uint64_t>, Seen> seen;
+  std::vector<bool> recurs;  // per window start
   for (size_t i = 0; i + options.n <= tokens.size(); ++i) {
     const std::vector<uint64_t> window(tokens.begin() + static_cast<ptrdiff_t>(i),
                                        tokens.begin() + static_cast<ptrdiff_t>(i + options.n));
-    auto [it, inserted] = seen.try_emplace(window, 0u, i);
-    if (++it->second.first > options.max_occurrences) {
+    Seen& s = seen[window];
+    recurs.push_back(s.count > 0 && i - s.last <= options.recurrence_distance);
+    if (s.count == 0) s.first = i;
+    s.last = i;
+    ++s.count;
+    uint32_t percent = 0;
+    if (options.rule == scorers::NgramRule::kLoop) {
+      const size_t span = std::min<size_t>(recurs.size(), options.window);
+      size_t recurring = 0;
+      for (size_t j = recurs.size() - span; j < recurs.size(); ++j) recurring += recurs[j];
+      percent = static_cast<uint32_t>(recurring * 100 / span);
+      if (percent < options.min_recurring_percent) continue;
+    }
+    if (s.count > options.max_occurrences) {
       report.fired = true;
       report.token_offset = i;
-      report.first_token_offset = it->second.second;
-      report.occurrences = it->second.first;
+      report.first_token_offset = s.first;
+      report.occurrences = s.count;
+      report.recurring_percent = percent;
       return report;
     }
   }
@@ -42,6 +64,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   scorers::NgramOptions options;
   options.n = in.Byte() % 12;                   // 0 (never fires) to 11
   options.max_occurrences = 1 + in.Byte() % 4;  // 1 to 4
+  const uint8_t loop = in.Byte();
+  options.rule = loop % 4 == 0 ? scorers::NgramRule::kLiteral : scorers::NgramRule::kLoop;
+  options.window = 1 + loop % 61;
+  options.min_recurring_percent = 1 + loop % 100;
+  options.recurrence_distance = 1 + loop % 37;
   const uint8_t alphabet = 1 + in.Byte() % 16;  // distinct token ids
   const std::string_view rest = in.Rest();
 
@@ -57,6 +84,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     RLSCORE_FUZZ_CHECK(fast.token_offset == naive.token_offset);
     RLSCORE_FUZZ_CHECK(fast.first_token_offset == naive.first_token_offset);
     RLSCORE_FUZZ_CHECK(fast.occurrences == naive.occurrences);
+    RLSCORE_FUZZ_CHECK(fast.recurring_percent == naive.recurring_percent);
   }
   const double penalty =
       scorers::SmoothRepetitionPenalty(tokens, options.n == 0 ? 1 : options.n, -1.0);
@@ -69,6 +97,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                        word.offset >= previous);
     previous = word.offset + 1;
   }
-  (void)scorers::FindRepeatedNgram(scorers::WordHashes(words), scorers::NgramOptions{});
+  // The number-run rule: more than max_number_run number words in a row (with the n-gram rule
+  // unable to fire first, it fires where the naive count first crosses the limit).
+  scorers::NgramOptions runs;
+  runs.max_number_run = 1 + loop % 5;
+  runs.n = 1024;  // longer than any input in words: only the number rule can fire
+  const scorers::NgramReport run = scorers::FindRepeatedWords(words, runs);
+  std::optional<size_t> crossed;
+  for (size_t i = 0, length = 0; i < words.size() && !crossed; ++i) {
+    length = words[i].number ? length + 1 : 0;
+    if (length > runs.max_number_run) crossed = i;
+  }
+  RLSCORE_FUZZ_CHECK(run.fired == crossed.has_value());
+  if (run.fired) {
+    RLSCORE_FUZZ_CHECK(run.number_run && run.token_offset == *crossed);
+    RLSCORE_FUZZ_CHECK(run.first_token_offset == *crossed - runs.max_number_run);
+  }
+  (void)scorers::FindRepeatedWords(words, scorers::NgramOptions{});
   return 0;
 }

@@ -5,17 +5,12 @@
 namespace rlscore::scorers {
 namespace {
 
-constexpr std::string_view kThinkOpen = "<think>";
-constexpr std::string_view kThinkClose = "</think>";
 constexpr uint64_t kBytesPerToken = 4;  // tokens.h's estimate
 
 }  // namespace
 
 GenerationMonitor::GenerationMonitor(const MonitorOptions& options)
-    : options_(options),
-      ngram_(options.ngram),
-      span_(options.expects_reasoning && !options.think_prefilled ? Span::kBefore : Span::kInside) {
-}
+    : options_(options), ngram_(options.ngram) {}
 
 uint64_t GenerationMonitor::tokens() const {
   if (mode_ == Mode::kText) return (bytes_ + kBytesPerToken - 1) / kBytesPerToken;
@@ -55,14 +50,13 @@ std::optional<StopVerdict> GenerationMonitor::NgramVerdict() {
   v.reason = StopReason::kRepetitionNgram;
   if (mode_ == Mode::kTokens) {
     v.token_offset = r.token_offset;
-    v.detail = absl::StrCat("token ", r.first_token_offset, ": a ", options_.ngram.n,
-                            "-gram of token ids occurs ", r.occurrences, " times");
+    v.detail = DescribeNgramFiring(r, options_.ngram, "token ids", r.first_token_offset);
   } else {
     v.char_offset = word_offsets_[r.token_offset];
     v.token_offset = v.char_offset / kBytesPerToken;
-    v.detail = absl::StrCat("a ", options_.ngram.n, "-gram of words first at character ",
-                            word_offsets_[r.first_token_offset], " occurs ", r.occurrences,
-                            " times; token offset estimated");
+    v.detail = absl::StrCat(
+        DescribeNgramFiring(r, options_.ngram, "words", word_offsets_[r.first_token_offset]),
+        "; token offset estimated");
   }
   return v;
 }
@@ -82,54 +76,17 @@ absl::StatusOr<std::optional<StopVerdict>> GenerationMonitor::PushTokens(
 void GenerationMonitor::OnWord(const Word& word) {
   if (word_fired_) return;
   word_offsets_.push_back(word.offset);
-  word_fired_ = ngram_.Push(word.hash);
-}
-
-void GenerationMonitor::FeedReasoning(std::string_view bytes) {
-  if (!options_.repetition) return;
-  words_.Feed(bytes, [this](const Word& w) { OnWord(w); });
+  word_fired_ = ngram_.Push(word.hash, word.number);
 }
 
 absl::StatusOr<std::optional<StopVerdict>> GenerationMonitor::PushText(std::string_view text) {
   if (absl::Status s = SetMode(Mode::kText); !s.ok()) return s;
   if (stopped_) return std::nullopt;
+  // Byte by byte, so that the budget stops at the byte that spends it and a word that ends in
+  // this piece fires before the bytes after it are counted.
   for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
     ++bytes_;
-    switch (span_) {
-      case Span::kBefore:
-        // Everything before "<think>" is outside the reasoning span.
-        matched_ = c == kThinkOpen[matched_] ? matched_ + 1 : (c == '<' ? 1 : 0);
-        if (matched_ == kThinkOpen.size()) {
-          span_ = Span::kInside;
-          matched_ = 0;
-          words_ = WordSplitter(bytes_);
-        }
-        break;
-      case Span::kInside:
-        if (!options_.expects_reasoning) {
-          FeedReasoning(text.substr(i, 1));
-          break;
-        }
-        // A "</think>" in the making is held back; it is text after all if it breaks off.
-        if (c == kThinkClose[matched_]) {
-          if (++matched_ == kThinkClose.size()) {
-            span_ = Span::kAfter;
-            if (options_.repetition) words_.Finish([this](const Word& w) { OnWord(w); });
-          }
-          break;
-        }
-        FeedReasoning(kThinkClose.substr(0, matched_));
-        matched_ = 0;
-        if (c == '<') {
-          matched_ = 1;
-        } else {
-          FeedReasoning(text.substr(i, 1));
-        }
-        break;
-      case Span::kAfter:
-        break;  // the answer section: only the budget applies
-    }
+    if (options_.repetition) words_.Feed(text.substr(i, 1), [this](const Word& w) { OnWord(w); });
     if (word_fired_) return NgramVerdict();
     if (std::optional<StopVerdict> v = Budget()) return v;
   }

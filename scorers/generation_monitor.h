@@ -1,14 +1,13 @@
-// Watches one generation while it is produced (SPEC §5 MonitorGeneration) and says STOP as soon
-// as the batch scorer's n-gram repetition rule fires or the token budget is spent, so a looping
-// rollout is cut where ScoreGroups would later report the loop, not at the 16,384-token ceiling.
+// Watches one generation while it is produced (README "Stopping generations early") and says STOP
+// as soon as the batch scorer's n-gram repetition rule fires or the token budget is spent, so a
+// looping rollout is cut where ScoreGroups would later report the loop, not at the 16,384-token
+// ceiling.
 //
-// The same rule on the same units as the batch scorer (reward.cc):
-//   - token ids: every token of the generation (the batch rule also sees every token id);
-//   - text: the normalised words of the reasoning span only — after "<think>" (or from the start
-//     when the chat template pre-filled it, or everywhere for a model that does not think) up to
-//     "</think>" — hashed exactly as NormalizedWords does, whatever the deltas' boundaries.
-// For token ids the stop's token offset is exact; for text its character offset is exact and the
-// token offset is estimated (four bytes a token, as in tokens.h).
+// The same rule on the same units as the batch scorer (reward.cc), over the whole generation —
+// reasoning, answer section and tags alike, so a loop after "</think>" is stopped too: token ids,
+// or the normalised words of the text, hashed exactly as NormalizedWords does whatever the
+// deltas' boundaries. For token ids the stop's token offset is exact; for text its character
+// offset is exact and the token offset is estimated (four bytes a token, as in tokens.h).
 //
 //   GenerationMonitor monitor(MonitorOptions{.max_tokens = 16384});
 //   for (const std::vector<uint32_t>& delta : engine) {
@@ -16,10 +15,7 @@
 //   }
 //
 // O(1) amortised work per token or byte; memory grows with the tokens (or words) seen, about
-// 50–80 bytes each, and the budget bounds them. Tag matching is literal: look-alike tags that the
-// batch anatomy reports as malformed ("< think>", "</Think>") are not tags here either, so the
-// two agree on them too, but a completion with several "<think>" tags is watched from the first.
-// Not thread-safe; one per generation.
+// 50–80 bytes each, and the budget bounds them. Not thread-safe; one per generation.
 #pragma once
 
 #include <cstdint>
@@ -40,8 +36,6 @@ struct MonitorOptions {
   // Stop once this many tokens were generated (text: estimated at four bytes a token).
   // 0: no budget.
   uint32_t max_tokens = 16384;
-  bool think_prefilled = false;
-  bool expects_reasoning = true;  // false: the whole text is watched
 };
 
 enum class StopReason : uint8_t { kRepetitionNgram, kTokenBudget };
@@ -72,13 +66,10 @@ class GenerationMonitor {
 
  private:
   enum class Mode : uint8_t { kUnknown, kTokens, kText };
-  enum class Span : uint8_t { kBefore, kInside, kAfter };  // the reasoning span, for text
 
   absl::Status SetMode(Mode mode);
   std::optional<StopVerdict> Budget();
   std::optional<StopVerdict> NgramVerdict();
-  // Feeds one byte of reasoning text (or held tag bytes) to the word splitter.
-  void FeedReasoning(std::string_view bytes);
   void OnWord(const Word& word);
 
   MonitorOptions options_;
@@ -88,8 +79,6 @@ class GenerationMonitor {
   uint64_t bytes_ = 0;
   NgramStream ngram_;
   // Text only.
-  Span span_;
-  size_t matched_ = 0;  // bytes of the tag being matched, held back from the words
   WordSplitter words_;
   std::vector<uint64_t> word_offsets_;
   bool word_fired_ = false;

@@ -1,12 +1,13 @@
-// N-gram repetition rule and open-r1 smooth penalty (see ngram_repetition.h).
+// N-gram repetition rules and open-r1 smooth penalty (see ngram_repetition.h).
 //
 // Every n-token window gets a polynomial rolling hash of its (mixed) token values, so a scan is
 // one pass of O(1) work per position. Windows are interned in an open-addressing table keyed by
 // that hash; a hit is confirmed by comparing the n tokens, and a different window that merely
 // shares the hash becomes an entry of its own further along the probe sequence. Collisions are
-// therefore never counted as repetitions, they only cost a probe. Comparisons happen only on hash
-// hits, and each entry is hit at most max_occurrences times before the rule fires, so the scan
-// does O(n) work per repeated window and O(1) per fresh one.
+// therefore never counted as repetitions, they only cost a probe. A comparison happens only on a
+// hash hit, at most one succeeds per position, so the scan does O(n) work per repeated window and
+// O(1) per fresh one. The loop rule's window is a ring of one byte per position and a running
+// count, so its share costs O(1) per position too.
 #include "scorers/ngram_repetition.h"
 
 #include <algorithm>
@@ -18,6 +19,9 @@
 #include <span>
 #include <string_view>
 #include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/strings.h"
 
 namespace rlscore::scorers {
 namespace {
@@ -40,6 +44,7 @@ constexpr uint64_t kBase = 0x9e3779b97f4a7c15ULL;
 NgramStream::NgramStream(const NgramOptions& options) : options_(options) {
   for (uint32_t i = 1; i < options_.n; ++i) top_ *= kBase;
   Grow(16);
+  if (options_.rule == NgramRule::kLoop) recent_.assign(std::max<uint32_t>(1, options_.window), 0);
 }
 
 void NgramStream::Reserve(size_t tokens) {
@@ -50,12 +55,13 @@ void NgramStream::Reserve(size_t tokens) {
 }
 
 size_t NgramStream::MemoryBytes() const {
-  return tokens_.capacity() * sizeof(uint64_t) + slots_.capacity() * sizeof(Slot);
+  return tokens_.capacity() * sizeof(uint64_t) + slots_.capacity() * sizeof(Slot) +
+         recent_.capacity();
 }
 
 void NgramStream::Grow(size_t capacity) {
   std::vector<Slot> old = std::move(slots_);
-  slots_.assign(capacity, Slot{0, 0, 0});
+  slots_.assign(capacity, Slot{0, 0, 0, 0});
   const size_t mask = capacity - 1;
   for (const Slot& slot : old) {
     if (slot.count == 0) continue;
@@ -75,26 +81,42 @@ bool NgramStream::SameWindow(size_t a, size_t b) const {
 // Windows are interned by hash; a hit is confirmed by comparing the n tokens, and a different
 // window that merely shares the hash becomes an entry of its own further along the probe
 // sequence, so collisions are never counted as repetitions.
-const NgramStream::Slot& NgramStream::Add(size_t start, uint64_t hash) {
+NgramStream::Slot& NgramStream::Add(size_t start, uint64_t hash) {
   if (2 * (distinct_ + 1) > slots_.size()) Grow(2 * slots_.size());
-  const uint64_t mixed = Mix(hash);
+  const auto mixed = static_cast<uint32_t>(Mix(hash) >> 32);
   const size_t mask = slots_.size() - 1;
   for (size_t i = mixed & mask;; i = (i + 1) & mask) {
     Slot& slot = slots_[i];
     if (slot.count == 0) {
-      slot = Slot{mixed, static_cast<uint32_t>(start), 1};
+      slot = Slot{mixed, static_cast<uint32_t>(start), static_cast<uint32_t>(start), 0};
       ++distinct_;
       return slot;
     }
-    if (slot.mixed == mixed && SameWindow(slot.first, start)) {
-      ++slot.count;
-      return slot;
-    }
+    if (slot.mixed == mixed && SameWindow(slot.first, start)) return slot;
   }
 }
 
+uint32_t NgramStream::Recurring(bool recurs) {
+  const size_t window = recent_.size();
+  uint8_t& slot = recent_[positions_ % window];
+  recurring_ -= slot;  // the position leaving the window (0 while it fills)
+  slot = recurs ? 1 : 0;
+  recurring_ += slot;
+  ++positions_;
+  // Integer percent, rounded down: the same on every machine.
+  return static_cast<uint32_t>(recurring_ * 100 / std::min(positions_, window));
+}
+
+bool NgramStream::Fire(size_t token_offset, size_t first, uint32_t occurrences) {
+  report_.fired = true;
+  report_.token_offset = token_offset;
+  report_.first_token_offset = first;
+  report_.occurrences = occurrences;
+  return true;
+}
+
 // hash = Σ Mix(t[start + i]) · kBase^(n - 1 - i) mod 2^64 over the window, rolled in O(1).
-bool NgramStream::Push(uint64_t token) {
+bool NgramStream::Push(uint64_t token, bool number) {
   const size_t n = options_.n;
   // Window starts are kept in 32 bits: a generation of 2^32 tokens stops being checked.
   if (report_.fired || n == 0 || tokens_.size() >= std::numeric_limits<uint32_t>::max()) {
@@ -102,6 +124,12 @@ bool NgramStream::Push(uint64_t token) {
   }
   tokens_.push_back(token);
   const size_t count = tokens_.size();
+  const bool loop = options_.rule == NgramRule::kLoop;
+  number_run_ = number ? number_run_ + 1 : 0;
+  if (loop && options_.max_number_run != 0 && number_run_ > options_.max_number_run) {
+    report_.number_run = true;
+    return Fire(count - 1, count - number_run_, static_cast<uint32_t>(number_run_));
+  }
   if (count <= n) {
     hash_ = hash_ * kBase + Mix(token);
     if (count < n) return false;
@@ -109,13 +137,15 @@ bool NgramStream::Push(uint64_t token) {
     hash_ = (hash_ - Mix(tokens_[count - 1 - n]) * top_) * kBase + Mix(token);
   }
   const size_t start = count - n;
-  const Slot& slot = Add(start, hash_);
+  Slot& slot = Add(start, hash_);
+  const bool recurs = slot.count > 0 && start - slot.last <= options_.recurrence_distance;
+  ++slot.count;
+  slot.last = static_cast<uint32_t>(start);
+  const uint32_t percent = loop ? Recurring(recurs) : 0;
   if (slot.count <= options_.max_occurrences) return false;
-  report_.fired = true;
-  report_.token_offset = start;
-  report_.first_token_offset = slot.first;
-  report_.occurrences = slot.count;  // == max_occurrences + 1
-  return true;
+  if (loop && percent < options_.min_recurring_percent) return false;
+  report_.recurring_percent = percent;
+  return Fire(start, slot.first, slot.count);
 }
 
 NgramReport FindRepeatedNgram(std::span<const uint64_t> tokens, const NgramOptions& options) {
@@ -127,6 +157,31 @@ NgramReport FindRepeatedNgram(std::span<const uint64_t> tokens, const NgramOptio
   return stream.report();
 }
 
+NgramReport FindRepeatedWords(std::span<const Word> words, const NgramOptions& options) {
+  NgramStream stream(options);
+  stream.Reserve(words.size());
+  for (const Word& word : words) {
+    if (stream.Push(word.hash, word.number)) break;
+  }
+  return stream.report();
+}
+
+std::string DescribeNgramFiring(const NgramReport& report, const NgramOptions& options,
+                                std::string_view unit, uint64_t first) {
+  const std::string_view where = unit == "words" ? "character" : "token";
+  if (report.number_run) {
+    return absl::StrCat(report.occurrences, " number words in a row from ", Sv(where), " ", first,
+                        ": counting");
+  }
+  std::string text = absl::StrCat("a ", options.n, "-gram of ", Sv(unit), " first at ", Sv(where),
+                                  " ", first, " occurs ", report.occurrences, " times");
+  if (options.rule == NgramRule::kLoop) {
+    absl::StrAppend(&text, ", in a loop: ", report.recurring_percent, "% of the last ",
+                    options.window, " ", options.n, "-grams recur");
+  }
+  return text;
+}
+
 void WordSplitter::Flush() {
   hash_ = Mix(hash_ ^ chunk_);
   chunk_ = 0;
@@ -136,7 +191,8 @@ void WordSplitter::Flush() {
 Word WordSplitter::End() {
   in_word_ = false;
   // Word bytes are never 0, so zero padding cannot make two words equal; the length is mixed in.
-  return Word{Mix(hash_ ^ chunk_ ^ (static_cast<uint64_t>(offset_ - begin_) << 56)), begin_};
+  return Word{Mix(hash_ ^ chunk_ ^ (static_cast<uint64_t>(offset_ - begin_) << 56)), begin_,
+              digits_};
 }
 
 std::vector<Word> NormalizedWords(std::string_view text, size_t base_offset) {
@@ -162,7 +218,11 @@ std::vector<uint64_t> WordHashes(std::span<const Word> words) {
 double SmoothRepetitionPenalty(std::span<const uint64_t> tokens, uint32_t n, double max_penalty) {
   if (n == 0 || tokens.size() < n) return 0.0;
   const size_t total = tokens.size() - n + 1;
-  NgramStream stream(NgramOptions{n, std::numeric_limits<uint32_t>::max()});  // never fires
+  NgramOptions never;  // counts distinct windows, never fires
+  never.n = n;
+  never.max_occurrences = std::numeric_limits<uint32_t>::max();
+  never.rule = NgramRule::kLiteral;
+  NgramStream stream(never);
   stream.Reserve(tokens.size());
   for (const uint64_t token : tokens) stream.Push(token);
   const size_t unique = stream.distinct();

@@ -1,11 +1,24 @@
-// The n-gram repetition rule of SPEC §1: an n-gram (default 8) of tokens — token ids when the
-// caller has them, else normalised words — that occurs more than `max_occurrences` (default 3)
-// times fires the rule, and the report says where its 4th occurrence begins: the point where a
-// stop hook would have halted generation. O(n·length) time in the worst case (each hash match is
-// confirmed by comparing n tokens), O(length) for the default n; O(length) memory.
+// The n-gram repetition rules (docs/REPETITION.md), over tokens — token ids when the caller has
+// them, else normalised words. Two rules share one scan:
 //
-//   std::vector<Word> words = NormalizedWords(reasoning, /*base_offset=*/reasoning_begin);
-//   NgramReport r = FindRepeatedNgram(WordHashes(words), NgramOptions{});
+//   - loop (the default): an occurrence of an n-gram (default 8) that is at least its 4th
+//     (more than `max_occurrences`) fires when the text just before it is a loop: of the last
+//     `window` n-gram positions (200; fewer at the start of the text), at least
+//     `min_recurring_percent` (60 %) start an n-gram that already occurred within
+//     `recurrence_distance` (400) positions. Phrases that an honest text reuses recur far apart
+//     or among new text; a loop recurs and fills the window. For words, a run of more than
+//     `max_number_run` (512) number words in a row also fires: numbers are the one vocabulary
+//     that never repeats, so counting escapes the n-gram test.
+//   - literal (the first version's, kept by name): any n-gram that occurs more than
+//     `max_occurrences` times fires, however far apart.
+//
+// The report says where the occurrence that fired begins: the point where a stop hook would
+// have halted generation. Both rules are causal (they read nothing after that occurrence), so
+// the stream below stops exactly where the batch scan reports. O(1) amortised work per token
+// (each hash match is confirmed by comparing n tokens), O(length) memory.
+//
+//   std::vector<Word> words = NormalizedWords(text);
+//   NgramReport r = FindRepeatedWords(words, NgramOptions{});
 //   if (r.fired) char_offset = words[r.token_offset].offset;
 //
 // Also the open-r1 / TRL smooth penalty `(1 - unique/total) × max_penalty` for parity with peers.
@@ -15,30 +28,60 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace rlscore::scorers {
 
+enum class NgramRule : uint8_t {
+  kLoop,     // recurrences that fill a recent window (the default)
+  kLiteral,  // any n-gram more than max_occurrences times
+};
+
 struct NgramOptions {
   uint32_t n = 8;                // n == 0 never fires
-  uint32_t max_occurrences = 3;  // fires when an n-gram occurs more than this many times
+  uint32_t max_occurrences = 3;  // an n-gram fires from its (max_occurrences + 1)th occurrence
+  NgramRule rule = NgramRule::kLoop;
+  // The loop rule's window (n-gram positions), the share of it that must recur, and how close
+  // the previous occurrence must be for a position to count as recurring.
+  uint32_t window = 200;
+  uint32_t min_recurring_percent = 60;
+  uint32_t recurrence_distance = 400;
+  // Loop rule on words: more than this many number words in a row fire; 0 turns it off.
+  uint32_t max_number_run = 512;
 };
 
 struct NgramReport {
   bool fired = false;
-  // Index (in the sequence given) of the first token of the occurrence that crossed the
-  // threshold, and of the first occurrence of the same n-gram. Meaningful only when fired.
+  bool number_run = false;  // fired by the run of number words, not by an n-gram
+  // Index (in the sequence given) of the first token of the occurrence that fired, and of the
+  // first occurrence of the same n-gram (for a number run: the number that crossed the limit,
+  // and the first of the run). Meaningful only when fired.
   size_t token_offset = 0;
   size_t first_token_offset = 0;
-  uint32_t occurrences = 0;  // max_occurrences + 1 when fired
+  uint32_t occurrences = 0;  // of the n-gram so far; for a number run, its length
+  // Loop rule: the recurring share of the window when it fired, in percent (0 for the others).
+  uint32_t recurring_percent = 0;
 };
 
-// Scans `tokens` left to right and stops at the first occurrence that crosses the threshold, so
-// the report is the earliest point where the rule fires (occurrences may overlap: 11 identical
-// tokens hold four 8-grams). Hash collisions are ruled out by comparing the n tokens.
-// Pure and thread-safe. (It is NgramStream fed every token: the two never disagree.)
+// Scans `tokens` left to right and stops at the first occurrence that fires, so the report is
+// the earliest point where the rule fires (occurrences may overlap: 11 identical tokens hold four
+// 8-grams). Hash collisions are ruled out by comparing the n tokens. Token ids carry no number
+// flag, so the number-run part of the loop rule does not apply. Pure and thread-safe. (It is
+// NgramStream fed every token: the two never disagree.)
 NgramReport FindRepeatedNgram(std::span<const uint64_t> tokens, const NgramOptions& options);
+
+struct Word;
+// The same over normalised words, with their number flags.
+NgramReport FindRepeatedWords(std::span<const Word> words, const NgramOptions& options);
+
+// What fired, in words, for a report that fired: which rule, the n-gram's first occurrence (or
+// the run's first number) as `first` — a character offset when `unit` is "words", a token index
+// for "token ids" — and how often it occurred. Shared by the batch scorer and the stream, so the
+// two describe a firing alike.
+std::string DescribeNgramFiring(const NgramReport& report, const NgramOptions& options,
+                                std::string_view unit, uint64_t first);
 
 // The same rule fed one token at a time, for a generation that is still being produced
 // (MonitorGeneration): after each Push, report() is exactly what FindRepeatedNgram returns for
@@ -59,9 +102,9 @@ class NgramStream {
   // Room for `tokens` tokens without regrowing (a hint; FindRepeatedNgram knows its length).
   void Reserve(size_t tokens);
 
-  // Adds the next token. Returns true when this token makes the rule fire; once fired, later
-  // tokens are ignored and the report stays that of the first firing.
-  bool Push(uint64_t token);
+  // Adds the next token (`number`: it is a number word). Returns true when this token makes the
+  // rule fire; once fired, later tokens are ignored and the report stays that of the first firing.
+  bool Push(uint64_t token, bool number = false);
 
   bool fired() const { return report_.fired; }
   const NgramReport& report() const { return report_; }
@@ -72,13 +115,21 @@ class NgramStream {
 
  private:
   struct Slot {
-    uint64_t mixed;  // the window's mixed rolling hash (filters comparisons, places on regrowth)
+    // The top half of the window's mixed rolling hash: places the entry (on insertion and on
+    // regrowth alike) and filters comparisons. 32 bits keep an entry at 16 bytes; a table of
+    // more than 2^32 slots would only cluster, never miss.
+    uint32_t mixed;
     uint32_t first;  // start of its first occurrence
+    uint32_t last;   // start of its latest occurrence
     uint32_t count;  // 0: empty
   };
-  const Slot& Add(size_t start, uint64_t hash);
+  Slot& Add(size_t start, uint64_t hash);
   void Grow(size_t capacity);
   bool SameWindow(size_t a, size_t b) const;
+  // The loop rule's window: records whether the position just added recurs, and returns the
+  // share of the window that does, in percent.
+  uint32_t Recurring(bool recurs);
+  bool Fire(size_t token_offset, size_t first, uint32_t occurrences);
 
   NgramOptions options_;
   uint64_t top_ = 1;  // kBase^(n - 1)
@@ -86,6 +137,11 @@ class NgramStream {
   std::vector<uint64_t> tokens_;
   std::vector<Slot> slots_;
   size_t distinct_ = 0;
+  // Loop rule: whether each of the last `window` positions recurs (a ring), and how many do.
+  std::vector<uint8_t> recent_;
+  size_t positions_ = 0;
+  size_t recurring_ = 0;
+  size_t number_run_ = 0;
   NgramReport report_;
 };
 
@@ -94,6 +150,7 @@ class NgramStream {
 struct Word {
   uint64_t hash;  // of the normalised word
   size_t offset;  // byte offset of its first character, plus the base offset given
+  bool number;    // ASCII digits only
 };
 
 std::vector<Word> NormalizedWords(std::string_view text, size_t base_offset = 0);
@@ -148,12 +205,14 @@ class WordSplitter {
   }();
   void Begin() {
     in_word_ = true;
+    digits_ = true;
     begin_ = offset_;
     hash_ = 0x243f6a8885a308d3ULL;
     chunk_ = 0;
     shift_ = 0;
   }
   void Add(unsigned char folded) {
+    digits_ = digits_ && folded >= '0' && folded <= '9';
     chunk_ |= static_cast<uint64_t>(folded) << shift_;
     shift_ += 8;
     if (shift_ == 64) Flush();
@@ -163,6 +222,7 @@ class WordSplitter {
 
   size_t offset_;
   bool in_word_ = false;
+  bool digits_ = false;
   size_t begin_ = 0;
   uint64_t hash_ = 0;
   uint64_t chunk_ = 0;

@@ -77,29 +77,34 @@ uint32_t CountTags(const Anatomy& a, TagKind kind) {
   return n;
 }
 
-// The span the n-gram rule reads: the reasoning and the answer section after it, so that a loop
-// after </think> is penalised like one inside (the whole completion when the model does not
-// think).
-std::string_view ScannedSpan(std::string_view text, const Anatomy& anatomy) {
-  const size_t end = std::max(anatomy.reasoning_end, anatomy.answer_end);
-  return text.substr(anatomy.reasoning_begin, end - anatomy.reasoning_begin);
+// The completion with its tags turned into line breaks (same length, so offsets hold): tags are
+// markup that separates blocks, and a "<think>" glued to the first paragraph must not make it a
+// different block for the AST rules (spaces would indent the line after it into a code block).
+// Look-alike tags ("</ think>") stay text: a model that loops on them is looping.
+std::string BlankTags(std::string_view text, const Anatomy& anatomy) {
+  std::string blanked(text);
+  for (const Tag& t : anatomy.tags) blanked.replace(t.offset, t.length, t.length, '\n');
+  return blanked;
 }
 
-// Runs the n-gram rule over the completion's tokens (token ids when given, else the normalised
-// words of the reasoning and the answer section) and fills the finding and the penalty.
+// Runs the n-gram rule over the whole completion — reasoning, answer section and tags, so that a
+// loop after </think> or without tags is penalised like one inside (and the stream, which cannot
+// know where the reasoning will end, watches the same units) — on token ids when given, else on
+// the normalised words, and fills the finding and the penalty.
 void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t num_tokens,
                      const RepetitionOptions& options, const Clock* clock, CompletionScore* score) {
   if (!options.enabled) return;
   std::vector<uint64_t> tokens;
   std::vector<Word> words;
   const bool by_token_ids = !in.token_ids.empty();
+  NgramReport report;
   if (by_token_ids) {
     tokens.assign(in.token_ids.begin(), in.token_ids.end());
+    report = FindRepeatedNgram(tokens, options.ngram);
   } else {
-    words = NormalizedWords(ScannedSpan(in.text, anatomy), anatomy.reasoning_begin);
-    tokens = WordHashes(words);
+    words = NormalizedWords(in.text);
+    report = FindRepeatedWords(words, options.ngram);
   }
-  const NgramReport report = FindRepeatedNgram(tokens, options.ngram);
   if (report.fired) {
     RepetitionFinding& f = score->repetition_finding;
     f.detector = RepetitionDetector::kNgram;
@@ -114,22 +119,22 @@ void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t
       };
       f.char_offset = to_char(report.token_offset);
       f.first_char_offset = to_char(report.first_token_offset);
-      f.detail = absl::StrCat("token ", report.first_token_offset, ": a ", options.ngram.n,
-                              "-gram of token ids occurs ", report.occurrences,
-                              " times; character offsets estimated");
+      f.detail = absl::StrCat(
+          DescribeNgramFiring(report, options.ngram, "token ids", report.first_token_offset),
+          "; character offsets estimated");
     } else {
       f.char_offset = words[report.token_offset].offset;
       f.first_char_offset = words[report.first_token_offset].offset;
       f.token_offset = EstimateTokenOffset(f.char_offset, in.text.size(), num_tokens);
-      f.detail = absl::StrCat("a ", options.ngram.n, "-gram of words first at character ",
-                              f.first_char_offset, " occurs ", report.occurrences,
-                              " times; token offset estimated");
+      f.detail =
+          absl::StrCat(DescribeNgramFiring(report, options.ngram, "words", f.first_char_offset),
+                       "; token offset estimated");
     }
   }
   bool ast_fired = false;
   if (!report.fired && options.ast.enabled) {
-    const ast::AstReport ast = ast::FindAstRepetition(anatomy.reasoning(in.text),
-                                                      anatomy.reasoning_begin, options.ast, clock);
+    const std::string blanked = BlankTags(in.text, anatomy);
+    const ast::AstReport ast = ast::FindAstRepetition(blanked, 0, options.ast, clock);
     score->ast_parsed = ast.parsed_markdown || ast.code_blocks_parsed > 0;
     score->ast_skipped = ast.skipped;
     score->ast_parse_seconds = ast.parse_seconds;
@@ -159,6 +164,7 @@ void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t
       score->repetition = report.fired || ast_fired ? options.penalty : 0.0;
       break;
     case RepetitionMode::kSmooth:
+      if (!by_token_ids) tokens = WordHashes(words);
       score->repetition =
           SmoothRepetitionPenalty(tokens, options.ngram.n, options.smooth_max_penalty);
       if (ast_fired) score->repetition = std::min(score->repetition, options.penalty);
@@ -271,6 +277,16 @@ absl::Status ValidateProfile(const Profile& p) {
   }
   if (p.repetition.ngram.max_occurrences == 0) {
     return FieldError("repetition.max_occurrences", "must be at least 1");
+  }
+  if (p.repetition.ngram.window == 0 || p.repetition.ngram.window > (1u << 20)) {
+    return FieldError("repetition.loop_window", "must be in [1, 1048576]");
+  }
+  if (p.repetition.ngram.min_recurring_percent == 0 ||
+      p.repetition.ngram.min_recurring_percent > 100) {
+    return FieldError("repetition.loop_min_recurring_percent", "must be in [1, 100]");
+  }
+  if (p.repetition.ngram.recurrence_distance == 0) {
+    return FieldError("repetition.loop_recurrence_distance", "must be at least 1");
   }
   const ast::AstOptions& ast = p.repetition.ast;
   if (ast.block_max_occurrences == 0) {

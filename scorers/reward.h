@@ -31,7 +31,7 @@
 namespace rlscore::scorers {
 
 enum class RepetitionMode : uint8_t {
-  kThreshold,  // `penalty` once when an n-gram occurs more than max_occurrences times
+  kThreshold,  // `penalty` once when a rule fires
   kSmooth,     // open-r1 / TRL: (1 - unique/total) × smooth_max_penalty over n-grams; an AST
                // rule that fires makes it at most `penalty`
 };
@@ -39,10 +39,9 @@ enum class RepetitionMode : uint8_t {
 struct RepetitionOptions {
   bool enabled = true;
   RepetitionMode mode = RepetitionMode::kThreshold;
-  NgramOptions ngram;  // n = 8, fires above 3 occurrences
-  // The AST rules (blocks and code clones, docs/REPETITION.md), run on the reasoning span when the
-  // n-gram rule has not fired: the penalty is applied once whatever fires, and on an exact loop the
-  // n-gram rule fires no later than the block rule would.
+  NgramOptions ngram;  // the loop rule over 8-grams (ngram_repetition.h)
+  // The AST rules (blocks and code clones, docs/REPETITION.md), run on the whole completion when
+  // the n-gram rule has not fired: the penalty is applied once whatever fires.
   ast::AstOptions ast;
   double penalty = -0.5;
   double smooth_max_penalty = -1.0;
@@ -55,8 +54,8 @@ struct Weights {
   double length = 1.0;
 };
 
-// A named reward specification. The default-constructed Profile is the built-in default of
-// The default: accuracy 1/0, gated format 0.1, n-gram repetition -0.5 (n = 8, > 3), quadratic
+// A named reward specification. The default-constructed Profile is the built-in default:
+// accuracy 1/0, gated format 0.1, repetition -0.5 (the loop rule on 8-grams), quadratic
 // length (w = 0.5, L_t = 4096, L_max = 16384), task MATH.
 struct Profile {
   std::string name = "default";
@@ -78,8 +77,8 @@ absl::Status ValidateProfile(const Profile& profile);
 // One completion as the caller sent it.
 struct CompletionInput {
   std::string_view text;
-  // When given: the length, and the n-gram rule's tokens. They cover the whole completion (ids
-  // cannot be mapped to the reasoning span here), so the rule then also sees the answer section.
+  // When given: the length, and the n-gram rule's tokens (the whole completion, as the words
+  // are when they are not given).
   std::span<const uint32_t> token_ids;
   std::optional<uint32_t> num_tokens;       // the length when token_ids is empty
   std::optional<bool> finished;             // false: generation hit max_tokens (truncated)

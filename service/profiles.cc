@@ -61,8 +61,28 @@ absl::Status Apply(const config::v1::Profile& in, scorers::Profile* p) {
     default:
       return absl::InvalidArgumentError(absl::StrCat("repetition.mode: unknown value ", r.mode()));
   }
-  if (r.has_ngram_size()) p->repetition.ngram.n = r.ngram_size();
-  if (r.has_max_occurrences()) p->repetition.ngram.max_occurrences = r.max_occurrences();
+  switch (r.ngram_rule()) {
+    case RepetitionPenalty::NGRAM_RULE_UNSPECIFIED:
+      break;
+    case RepetitionPenalty::NGRAM_RULE_LOOP:
+      p->repetition.ngram.rule = scorers::NgramRule::kLoop;
+      break;
+    case RepetitionPenalty::NGRAM_RULE_LITERAL:
+      p->repetition.ngram.rule = scorers::NgramRule::kLiteral;
+      break;
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("repetition.ngram_rule: unknown value ", r.ngram_rule()));
+  }
+  scorers::NgramOptions& ngram = p->repetition.ngram;
+  if (r.has_ngram_size()) ngram.n = r.ngram_size();
+  if (r.has_max_occurrences()) ngram.max_occurrences = r.max_occurrences();
+  if (r.has_loop_window()) ngram.window = r.loop_window();
+  if (r.has_loop_min_recurring_percent()) {
+    ngram.min_recurring_percent = r.loop_min_recurring_percent();
+  }
+  if (r.has_loop_recurrence_distance()) ngram.recurrence_distance = r.loop_recurrence_distance();
+  if (r.has_max_number_run()) ngram.max_number_run = r.max_number_run();
   if (r.has_penalty()) p->repetition.penalty = r.penalty();
   if (r.has_smooth_max_penalty()) p->repetition.smooth_max_penalty = r.smooth_max_penalty();
   const config::v1::AstRepetition& a = r.ast();
@@ -194,8 +214,16 @@ void ProfileToProto(const ServiceProfile& profile, config::v1::Profile* out) {
   r->set_mode(p.repetition.mode == scorers::RepetitionMode::kThreshold
                   ? RepetitionPenalty::MODE_THRESHOLD
                   : RepetitionPenalty::MODE_SMOOTH);
-  r->set_ngram_size(p.repetition.ngram.n);
-  r->set_max_occurrences(p.repetition.ngram.max_occurrences);
+  const scorers::NgramOptions& ngram = p.repetition.ngram;
+  r->set_ngram_rule(ngram.rule == scorers::NgramRule::kLoop
+                        ? RepetitionPenalty::NGRAM_RULE_LOOP
+                        : RepetitionPenalty::NGRAM_RULE_LITERAL);
+  r->set_ngram_size(ngram.n);
+  r->set_max_occurrences(ngram.max_occurrences);
+  r->set_loop_window(ngram.window);
+  r->set_loop_min_recurring_percent(ngram.min_recurring_percent);
+  r->set_loop_recurrence_distance(ngram.recurrence_distance);
+  r->set_max_number_run(ngram.max_number_run);
   r->set_penalty(p.repetition.penalty);
   r->set_smooth_max_penalty(p.repetition.smooth_max_penalty);
   const scorers::ast::AstOptions& ast = p.repetition.ast;

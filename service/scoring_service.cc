@@ -337,8 +337,6 @@ class MonitorStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
         monitor.max_tokens =
             std::min(start.max_tokens() != 0 ? start.max_tokens() : reward.length.max,
                      options_.limits.max_completion_tokens);
-        monitor.think_prefilled = start.think_prefilled() || reward.tags.think_prefilled;
-        monitor.expects_reasoning = reward.expects_reasoning;
         monitor_.emplace(monitor);
         return std::nullopt;
       }

@@ -1,7 +1,7 @@
 // The AST repetition detector (docs/REPETITION.md): the loops that exact n-grams miss. Two rules,
 // both firing on the occurrence that crosses the threshold, as the n-gram rule does:
 //
-//   block      the reasoning parsed as Markdown (tree-sitter); each leaf block — paragraph, list
+//   block      the text parsed as Markdown (tree-sitter); each leaf block — paragraph, list
 //              item, heading, fenced or indented code, table — normalised (markdown_lines.h:
 //              case and whitespace folded, numbers and math variables abstracted) and hashed. A
 //              block of at least `min_block_chars` normalised characters that occurs more than
@@ -12,7 +12,7 @@
 //              one fence or across several, fires: the same function re-emitted with renamed
 //              variables.
 //
-//   AstReport r = FindAstRepetition(reasoning, reasoning_begin, AstOptions{});
+//   AstReport r = FindAstRepetition(completion, /*base_offset=*/0, AstOptions{});
 //   if (r.kind != AstKind::kNone) { r.char_offset; r.first_char_offset; r.detail; }
 //   if (r.skipped != AstBudget::kNone) { ... "skipped: budget"; the n-gram rule still applies }
 //
@@ -90,10 +90,11 @@ struct AstReport {
   double parse_seconds = 0.0;  // only when a clock was given
 };
 
-// Runs both rules over `reasoning`, whose first byte is at `base_offset` in the completion.
+// Runs both rules over `text` (the scorer passes the whole completion with its tags blanked),
+// whose first byte is at `base_offset` in the completion.
 // `clock`, when given, times the parses (AstReport::parse_seconds); it never changes a result.
 // REQUIRES: options.max_parse_bytes <= UINT32_MAX.
-AstReport FindAstRepetition(std::string_view reasoning, size_t base_offset,
-                            const AstOptions& options, const Clock* clock = nullptr);
+AstReport FindAstRepetition(std::string_view text, size_t base_offset, const AstOptions& options,
+                            const Clock* clock = nullptr);
 
 }  // namespace rlscore::scorers::ast

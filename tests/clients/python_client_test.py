@@ -34,6 +34,10 @@ rlscore_trl = rlscore_verl = splitting = harness = None
 
 LOOP = "Wait, let me double check the previous step, but wait, consider another case. "
 PREFIX = "<think>We need the smallest n. "
+# Where the default loop rule stops PREFIX + LOOP * k: the prefix is 6 words and LOOP 13, so
+# positions 19 on recur, and 60 % of the positions so far first recur at position 47 (29 of 48),
+# the 4th occurrence of the 8-gram that starts at the loop's third word ("me").
+LOOP_STOP = len(PREFIX + LOOP * 3 + "Wait, let ")
 
 
 def setUpModule():
@@ -238,7 +242,7 @@ class MonitorGenerationTest(ClientTestCase):
         self.assertFalse(generation.release.is_set())
         self.assertLessEqual(generation.pulled, block_at // 16)
         self.assertEqual(stop.reason, monitor_pb2.STOP_REASON_REPETITION_NGRAM)
-        self.assertEqual(stop.char_offset, len(PREFIX + LOOP * 3))  # the 4th occurrence
+        self.assertEqual(stop.char_offset, LOOP_STOP)
         self.assertGreater(16 * generation.pulled, stop.char_offset)
         batch = self.client.score_groups([{"reference": "42", "completions": [text]}])
         self.assertEqual(stop.char_offset, batch.results[0].repetition.char_offset)
@@ -290,7 +294,7 @@ class MonitorGenerationTest(ClientTestCase):
             self.assertIsNotNone(stop)
             self.assertIs(monitor.stop, stop)
             self.assertIs(monitor.push(LOOP), stop)  # nothing more is sent
-        self.assertEqual(stop.char_offset, len(PREFIX + LOOP * 3))
+        self.assertEqual(stop.char_offset, LOOP_STOP)
 
     def test_a_pushed_clean_generation_closes_without_a_stop(self):
         monitor = self.client.generation_monitor()

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -64,23 +65,42 @@ std::string Reasoning(std::mt19937_64& rng, bool loop) {
   return text;
 }
 
+// An answer section: a boxed answer, sometimes a loop of its own, sometimes a counting run.
+std::string Answer(std::mt19937_64& rng, int kind) {
+  std::string text = " \\boxed{42}";
+  if (kind == 1) {
+    for (int i = 0; i < 30; ++i) absl::StrAppend(&text, " The answer is 42, so we are done.");
+  } else if (kind == 2) {
+    const uint64_t from = rng() % 1000;
+    for (uint64_t i = 0; i < 40; ++i) absl::StrAppend(&text, ", ", from + i);
+  }
+  return text;
+}
+
 TEST(GenerationMonitor, TextStopsExactlyWhereTheBatchScorerReportsTheLoop) {
   std::mt19937_64 rng(1432);
   int fired = 0;
-  for (int k = 0; k < 400; ++k) {
+  int literal_fired = 0;
+  int counting_fired = 0;
+  for (int k = 0; k < 600; ++k) {
+    // Loops in the reasoning, in the answer section, or counting runs; text before <think>, a
+    // pre-filled <think>, or no tags at all; both rules, and a number-run limit that the
+    // counting answers cross.
     const bool prefilled = k % 4 == 0;
     const std::string text =
         absl::StrCat(prefilled ? "" : (k % 3 == 0 ? "Sure. <think>" : "<think>"),
-                     Reasoning(rng, k % 2 == 0), "</think> \\boxed{42}");
+                     Reasoning(rng, k % 2 == 0), k % 5 == 0 ? "" : "</think>", Answer(rng, k % 3));
     Profile profile = NgramOnly();
     profile.tags.think_prefilled = prefilled;
+    profile.repetition.ngram.rule = k % 7 == 0 ? NgramRule::kLiteral : NgramRule::kLoop;
+    profile.repetition.ngram.max_number_run = k % 2 == 0 ? 512 : 24;
     CompletionInput in;
     in.text = text;
     in.num_tokens = 1000;
     const CompletionScore batch = BatchScore(in, profile);
 
     MonitorOptions options;
-    options.think_prefilled = prefilled;
+    options.ngram = profile.repetition.ngram;
     options.max_tokens = 0;
     GenerationMonitor monitor(options);
     std::optional<StopVerdict> stop;
@@ -99,12 +119,19 @@ TEST(GenerationMonitor, TextStopsExactlyWhereTheBatchScorerReportsTheLoop) {
     ASSERT_EQ(stop.has_value(), batch_fired);
     if (!batch_fired) continue;
     ++fired;
+    literal_fired += profile.repetition.ngram.rule == NgramRule::kLiteral;
+    counting_fired += absl::StrContains(stop->detail, "number words in a row");
     EXPECT_EQ(stop->reason, StopReason::kRepetitionNgram);
     EXPECT_EQ(stop->char_offset, batch.repetition_finding.char_offset);
-    // It stops within the word after the firing one: long before the end of a loop.
+    // The stream says what the batch scorer says (less the token estimate's wording).
+    EXPECT_THAT(batch.repetition_finding.detail, HasSubstr(stop->detail.substr(0, 40)));
+    // It stops within the word after the firing one, before the end of the text.
     EXPECT_LT(at, text.size());
   }
-  EXPECT_GT(fired, 100);  // the property was exercised
+  // The property was exercised: by each rule, and by the counting runs.
+  EXPECT_GT(fired, 150);
+  EXPECT_GT(literal_fired, 20);
+  EXPECT_GT(counting_fired, 20);
 }
 
 TEST(GenerationMonitor, TokenIdsStopExactlyWhereTheBatchScorerReportsTheLoop) {
@@ -113,17 +140,20 @@ TEST(GenerationMonitor, TokenIdsStopExactlyWhereTheBatchScorerReportsTheLoop) {
   for (int k = 0; k < 400; ++k) {
     std::vector<uint32_t> ids(1 + rng() % 500);
     for (uint32_t& id : ids) id = static_cast<uint32_t>(rng() % (k % 2 == 0 ? 30 : 50000));
-    if (k % 3 == 0) {
+    if (k % 3 == 0) {  // a loop long enough to fill the loop rule's window
       const size_t period = 3 + rng() % 20;
-      for (size_t i = 0; i < 6 * period; ++i)
+      for (size_t i = 0; i < 40 * period; ++i)
         ids.push_back(static_cast<uint32_t>(1000 + i % period));
     }
     CompletionInput in;
     in.text = "<think>x</think> \\boxed{42}";
     in.token_ids = ids;
-    const CompletionScore batch = BatchScore(in, NgramOnly());
+    Profile profile = NgramOnly();
+    profile.repetition.ngram.rule = k % 5 == 0 ? NgramRule::kLiteral : NgramRule::kLoop;
+    const CompletionScore batch = BatchScore(in, profile);
 
     MonitorOptions options;
+    options.ngram = profile.repetition.ngram;
     options.max_tokens = 0;
     GenerationMonitor monitor(options);
     std::optional<StopVerdict> stop;
@@ -177,21 +207,20 @@ TEST(GenerationMonitor, TheTokenBudgetStopsAtExactlyMaxTokens) {
   EXPECT_THAT(text_stop->detail, HasSubstr("estimated"));
 }
 
-TEST(GenerationMonitor, LoopsInTheAnswerSectionOrBeforeThinkAreNotWatched) {
+TEST(GenerationMonitor, LoopsAnywhereInTheGenerationAreWatched) {
+  // The batch scorer reads the whole completion, so the stream watches it all: a loop after
+  // </think>, before <think>, or in a generation with no tags stops it.
   MonitorOptions options;
   options.max_tokens = 0;
-  const std::string loop(400, 'a');
   std::string looping_words;
   for (int i = 0; i < 40; ++i) looping_words += "one two three four five six seven eight ";
-  GenerationMonitor after(options);
-  EXPECT_FALSE(after.PushText("<think>fine</think>" + looping_words)->has_value());
-  GenerationMonitor before(options);
-  EXPECT_FALSE(before.PushText(looping_words)->has_value());
-  EXPECT_TRUE(before.PushText("<think>" + looping_words)->has_value());
-
-  options.expects_reasoning = false;  // a model that does not think: everything is watched
-  GenerationMonitor plain(options);
-  EXPECT_TRUE(plain.PushText("</think>" + looping_words)->has_value());
+  for (const std::string& text : {"<think>fine</think>" + looping_words, looping_words,
+                                  "</think>" + looping_words, looping_words + "<think>"}) {
+    GenerationMonitor monitor(options);
+    const absl::StatusOr<std::optional<StopVerdict>> stop = monitor.PushText(text);
+    ASSERT_TRUE(stop.ok());
+    EXPECT_TRUE(stop->has_value()) << text;
+  }
 }
 
 TEST(GenerationMonitor, MixingTokensAndTextIsRefused) {

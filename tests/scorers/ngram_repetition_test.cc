@@ -1,6 +1,6 @@
-// Tests of scorers/ngram_repetition.h: the n-gram rule of SPEC §1 (stops at the 4th occurrence),
-// against a brute-force reference, under hash collisions and at 1 MB; word normalisation; and the
-// open-r1 smooth penalty against values computed the way open-r1 computes them.
+// Tests of scorers/ngram_repetition.h: the loop rule (the default) and the literal rule, against
+// brute-force references, under hash collisions and at 1 MB; the number-run rule; word
+// normalisation; and the open-r1 smooth penalty against values computed the way open-r1 does.
 #include "scorers/ngram_repetition.h"
 
 #include <algorithm>
@@ -30,6 +30,19 @@ std::string Repeat(std::string_view s, size_t times) {
   return out;
 }
 
+std::string RandomText(std::mt19937_64& rng, size_t bytes) {
+  std::uniform_int_distribution<int> letter('a', 'z');
+  std::uniform_int_distribution<int> word_len(4, 9);
+  std::string text;
+  text.reserve(bytes + 16);
+  while (text.size() < bytes) {
+    const int len = word_len(rng);
+    for (int i = 0; i < len; ++i) text.push_back(static_cast<char>(letter(rng)));
+    text.push_back(' ');
+  }
+  return text;
+}
+
 // O(L²·n) reference: the first window whose occurrence count among the windows up to and
 // including it exceeds the threshold.
 NgramReport BruteForce(const std::vector<uint64_t>& t, uint32_t n, uint32_t max_occurrences) {
@@ -57,12 +70,64 @@ NgramReport BruteForce(const std::vector<uint64_t>& t, uint32_t n, uint32_t max_
   return r;
 }
 
+// O(L²·n) reference of the loop rule, from its statement: the first window that is at least the
+// (max_occurrences + 1)th occurrence of its n-gram while, of the last `window` window starts up to
+// and including it, at least min_recurring_percent percent start an n-gram that occurred before
+// within recurrence_distance starts.
+NgramReport BruteForceLoop(const std::vector<uint64_t>& t, const NgramOptions& o) {
+  NgramReport r;
+  if (t.size() < o.n) return r;
+  const auto same = [&](size_t a, size_t b) {
+    return std::equal(t.begin() + static_cast<std::ptrdiff_t>(a),
+                      t.begin() + static_cast<std::ptrdiff_t>(a + o.n),
+                      t.begin() + static_cast<std::ptrdiff_t>(b));
+  };
+  const auto recurs = [&](size_t j) {
+    for (size_t d = 1; d <= o.recurrence_distance && d <= j; ++d) {
+      if (same(j - d, j)) return true;
+    }
+    return false;
+  };
+  for (size_t j = 0; j + o.n <= t.size(); ++j) {
+    uint32_t count = 0;
+    size_t first = j;
+    for (size_t i = 0; i <= j; ++i) {
+      if (same(i, j)) {
+        if (count == 0) first = i;
+        ++count;
+      }
+    }
+    if (count <= o.max_occurrences) continue;
+    const size_t span = std::min<size_t>(j + 1, o.window);
+    size_t recurring = 0;
+    for (size_t i = j + 1 - span; i <= j; ++i) recurring += recurs(i);
+    const size_t percent = recurring * 100 / span;
+    if (percent < o.min_recurring_percent) continue;
+    r.fired = true;
+    r.token_offset = j;
+    r.first_token_offset = first;
+    r.occurrences = count;
+    r.recurring_percent = static_cast<uint32_t>(percent);
+    return r;
+  }
+  return r;
+}
+
+NgramOptions Literal(uint32_t n, uint32_t max_occurrences) {
+  NgramOptions o;
+  o.n = n;
+  o.max_occurrences = max_occurrences;
+  o.rule = NgramRule::kLiteral;
+  return o;
+}
+
 void ExpectSameReport(const NgramReport& got, const NgramReport& want) {
   EXPECT_EQ(got.fired, want.fired);
   if (got.fired && want.fired) {
     EXPECT_EQ(got.token_offset, want.token_offset);
     EXPECT_EQ(got.first_token_offset, want.first_token_offset);
     EXPECT_EQ(got.occurrences, want.occurrences);
+    EXPECT_EQ(got.recurring_percent, want.recurring_percent);
   }
 }
 
@@ -95,16 +160,18 @@ TEST(Repetition, ReportsOffsetsWithBase) {
   EXPECT_EQ(words[r.token_offset].offset, 1000 + 3 * kPhrase.size());
 }
 
-TEST(Repetition, DefaultThresholdIsExactlyThree) {
+TEST(Repetition, LiteralThresholdIsExactlyThree) {
   // Eight distinct words: the 8-gram is the whole phrase, and no other 8-gram repeats when the
-  // copies are separated by a unique word.
+  // copies are separated by a unique word. The literal rule fires at the 4th copy; the loop rule
+  // does not, since the other 8 of every 9 positions are new.
   constexpr std::string_view kPhrase = "one two three four five six seven eight ";
   for (size_t copies = 1; copies <= 6; ++copies) {
     SCOPED_TRACE(absl::StrCat("copies ", copies));
     std::string text;
     for (size_t i = 0; i < copies; ++i) absl::StrAppend(&text, Sv(kPhrase), "sep", i, " ");
     const std::vector<Word> words = NormalizedWords(text);
-    const NgramReport r = FindRepeatedNgram(WordHashes(words), NgramOptions{});
+    EXPECT_FALSE(FindRepeatedWords(words, NgramOptions{}).fired);
+    const NgramReport r = FindRepeatedNgram(WordHashes(words), Literal(8, 3));
     EXPECT_EQ(r.fired, copies >= 4);
     if (copies >= 4) {
       EXPECT_EQ(r.token_offset, 27u);  // 3 copies of 9 words before the 4th
@@ -173,7 +240,7 @@ TEST(Repetition, Table) {
   for (const Case& c : cases) {
     SCOPED_TRACE(::testing::PrintToString(c.tokens) +
                  absl::StrCat(" n=", c.n, " max=", c.max_occurrences));
-    const NgramReport r = FindRepeatedNgram(c.tokens, NgramOptions{c.n, c.max_occurrences});
+    const NgramReport r = FindRepeatedNgram(c.tokens, Literal(c.n, c.max_occurrences));
     EXPECT_EQ(r.fired, c.fired);
     if (c.fired) {
       EXPECT_EQ(r.token_offset, c.token_offset);
@@ -191,7 +258,7 @@ TEST(Repetition, ZeroNDoesNotFire) {
 
 TEST(Repetition, MatchesBruteForceOnRandomSequences) {
   std::mt19937_64 rng(20250101);
-  int fired = 0;
+  int fired[2] = {0, 0};
   int total = 0;
   for (uint64_t alphabet : {2u, 3u, 4u}) {
     for (uint32_t n = 1; n <= 6; ++n) {
@@ -201,19 +268,99 @@ TEST(Repetition, MatchesBruteForceOnRandomSequences) {
           std::uniform_int_distribution<uint64_t> tok_dist(0, alphabet - 1);
           std::vector<uint64_t> t(len_dist(rng));
           for (uint64_t& x : t) x = tok_dist(rng);
+          NgramOptions loop;
+          loop.n = n;
+          loop.max_occurrences = max_occurrences;
+          loop.window = 1 + static_cast<uint32_t>(rng() % 40);
+          loop.min_recurring_percent = 1 + static_cast<uint32_t>(rng() % 100);
+          loop.recurrence_distance = 1 + static_cast<uint32_t>(rng() % 30);
           SCOPED_TRACE(::testing::PrintToString(t) +
-                       absl::StrCat(" n=", n, " max=", max_occurrences));
+                       absl::StrCat(" n=", n, " max=", max_occurrences, " window=", loop.window,
+                                    " percent=", loop.min_recurring_percent,
+                                    " distance=", loop.recurrence_distance));
           const NgramReport want = BruteForce(t, n, max_occurrences);
-          ExpectSameReport(FindRepeatedNgram(t, NgramOptions{n, max_occurrences}), want);
-          fired += want.fired ? 1 : 0;
+          ExpectSameReport(FindRepeatedNgram(t, Literal(n, max_occurrences)), want);
+          const NgramReport want_loop = BruteForceLoop(t, loop);
+          ExpectSameReport(FindRepeatedNgram(t, loop), want_loop);
+          fired[0] += want.fired ? 1 : 0;
+          fired[1] += want_loop.fired ? 1 : 0;
           ++total;
         }
       }
     }
   }
-  // Both outcomes must be well represented for the comparison to mean anything.
-  EXPECT_GT(fired, total / 10);
-  EXPECT_LT(fired, total - total / 10);
+  // Both outcomes must be well represented for the comparisons to mean anything.
+  for (const int f : fired) {
+    EXPECT_GT(f, total / 10);
+    EXPECT_LT(f, total - total / 10);
+  }
+}
+
+// Phrases that honest reasoning reuses: the same 8 words four times and more, among new text.
+// The literal rule pays them a penalty; the loop rule does not, however close they come.
+TEST(Repetition, ReuseAmongNewTextIsNotALoop) {
+  std::mt19937_64 rng(5);
+  for (const size_t gap : {12u, 40u, 150u, 1500u}) {
+    SCOPED_TRACE(absl::StrCat("gap ", gap));
+    std::string text;
+    for (int i = 0; i < 12; ++i) {
+      absl::StrAppend(&text, RandomText(rng, gap * 6),
+                      "the number of ways to choose the red balls ");
+    }
+    const std::vector<Word> words = NormalizedWords(text);
+    EXPECT_FALSE(FindRepeatedWords(words, NgramOptions{}).fired);
+    EXPECT_TRUE(FindRepeatedWords(words, Literal(8, 3)).fired);
+  }
+}
+
+// A loop that starts after honest text fires once 60 % of the last 200 positions recur: with a
+// period of 10 words after 500 fresh ones, positions 510 onward recur (their 8-gram occurred 10
+// before), so the 120th of them, position 629, is the first at 60 %; its 8-gram began at 509.
+TEST(Repetition, ALoopAfterHonestTextFiresWhenItFillsTheWindow) {
+  std::vector<uint64_t> t;
+  for (uint64_t i = 0; i < 500; ++i) t.push_back(1'000'000 + i);
+  for (int i = 0; i < 400; ++i) t.push_back(7 + i % 10);
+  const NgramReport r = FindRepeatedNgram(t, NgramOptions{});
+  ASSERT_TRUE(r.fired);
+  EXPECT_EQ(r.token_offset, 629u);
+  EXPECT_EQ(r.first_token_offset, 509u);
+  EXPECT_EQ(r.occurrences, 13u);  // 509, 519, ..., 629
+  EXPECT_EQ(r.recurring_percent, 60u);
+  // The literal rule knows at the 4th occurrence of the first repeated 8-gram: 500 + 3 · 10.
+  EXPECT_EQ(FindRepeatedNgram(t, Literal(8, 3)).token_offset, 530u);
+  // A period longer than the recurrence distance is not a loop to this rule.
+  std::vector<uint64_t> slow;
+  for (int i = 0; i < 4000; ++i) slow.push_back(i % 401);
+  EXPECT_FALSE(FindRepeatedNgram(slow, NgramOptions{}).fired);
+  NgramOptions wider;
+  wider.recurrence_distance = 401;
+  EXPECT_TRUE(FindRepeatedNgram(slow, wider).fired);
+}
+
+// Counting: every number is new, so no n-gram recurs, but more than 512 numbers in a row fire.
+TEST(Repetition, CountingRunsFire) {
+  std::string counting = "The list:";
+  for (int i = 1; i <= 2758; ++i) absl::StrAppend(&counting, " ", i, ",");
+  const std::vector<Word> words = NormalizedWords(counting);
+  const NgramReport r = FindRepeatedWords(words, NgramOptions{});
+  ASSERT_TRUE(r.fired);
+  EXPECT_TRUE(r.number_run);
+  EXPECT_EQ(r.first_token_offset, 2u);  // "the", "list", then 1
+  EXPECT_EQ(r.token_offset, 2u + 512);  // the 513th number, 513
+  EXPECT_EQ(r.occurrences, 513u);
+  EXPECT_EQ(counting.substr(words[r.token_offset].offset, 4), "513,");
+  EXPECT_FALSE(FindRepeatedWords(words, Literal(8, 3)).fired);  // the literal rule has no runs
+  NgramOptions off;
+  off.max_number_run = 0;
+  EXPECT_FALSE(FindRepeatedWords(words, off).fired);
+  // A word between numbers ends a run; decimals and coordinates are several numbers each.
+  std::string table;
+  for (int i = 1; i <= 2000; ++i) absl::StrAppend(&table, " n=", i, ":", i * i);
+  EXPECT_FALSE(FindRepeatedWords(NormalizedWords(table), NgramOptions{}).fired);
+  const std::vector<Word> decimals = NormalizedWords("3.14 x2 2x 0x1F 12");
+  ASSERT_EQ(decimals.size(), 6u);
+  const bool numbers[] = {true, true, false, false, false, true};
+  for (size_t i = 0; i < decimals.size(); ++i) EXPECT_EQ(decimals[i].number, numbers[i]) << i;
 }
 
 // Thue–Morse sequences over {a, b} of length 2^k and their complements have equal polynomial
@@ -254,28 +401,15 @@ TEST(Repetition, CollidingWindowsAreDistinct) {
   }
   // Three x's cross a threshold of 2 only at the third x; hash-only counting would fire at the
   // second x (x, y, x).
-  NgramReport r = FindRepeatedNgram(seq, NgramOptions{kN, 2});
+  NgramReport r = FindRepeatedNgram(seq, Literal(kN, 2));
   ASSERT_TRUE(r.fired);
   EXPECT_EQ(r.token_offset, starts[4]);
   EXPECT_EQ(r.first_token_offset, starts[0]);
   // Three x's and two y's: a threshold of 3 never fires (hash-only would at the 2nd y).
-  EXPECT_FALSE(FindRepeatedNgram(seq, NgramOptions{kN, 3}).fired);
+  EXPECT_FALSE(FindRepeatedNgram(seq, Literal(kN, 3)).fired);
   // Smooth penalty: the window count minus 2 repeated x's and 1 repeated y are distinct.
   const double total = static_cast<double>(seq.size() - kN + 1);
   EXPECT_DOUBLE_EQ(SmoothRepetitionPenalty(seq, kN, -1.0), -(1.0 - (total - 3.0) / total));
-}
-
-std::string RandomText(std::mt19937_64& rng, size_t bytes) {
-  std::uniform_int_distribution<int> letter('a', 'z');
-  std::uniform_int_distribution<int> word_len(4, 9);
-  std::string text;
-  text.reserve(bytes + 16);
-  while (text.size() < bytes) {
-    const int len = word_len(rng);
-    for (int i = 0; i < len; ++i) text.push_back(static_cast<char>(letter(rng)));
-    text.push_back(' ');
-  }
-  return text;
 }
 
 TEST(Repetition, RandomTextDoesNotFire) {
@@ -285,7 +419,7 @@ TEST(Repetition, RandomTextDoesNotFire) {
   std::vector<uint64_t> ids(100'000);
   for (uint64_t& id : ids) id = rng();
   EXPECT_FALSE(FindRepeatedNgram(ids, NgramOptions{}).fired);
-  EXPECT_FALSE(FindRepeatedNgram(ids, NgramOptions{1, 1}).fired);
+  EXPECT_FALSE(FindRepeatedNgram(ids, Literal(1, 1)).fired);
 }
 
 TEST(Repetition, OneMegabyteTerminates) {

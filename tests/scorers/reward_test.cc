@@ -255,8 +255,8 @@ TEST(Reward, IncidentLoop) {
   EXPECT_EQ(s.repetition_finding.token_offset, 32u);
 }
 
-// The AST rules (docs/REPETITION.md) through the reward: a code model re-emitting its function with renamed identifiers is
-// caught by the code-clone rule although no 8-gram of its words repeats.
+// The AST rules (docs/REPETITION.md) through the reward: a code model re-emitting its function with
+// renamed identifiers is caught by the code-clone rule although no 8-gram of its words repeats.
 TEST(Reward, RenamedFunctionFiresCodeCloneNotNgram) {
   static const char* const kNames[][3] = {{"solve", "n", "m"},
                                           {"compute", "count", "scale"},
@@ -368,44 +368,50 @@ TEST(Reward, AnswerOnlyInReasoningEarnsNothing) {
   EXPECT_DOUBLE_EQ(s.total, -0.5);
 }
 
-// The n-gram rule looks at the reasoning span only (words mode), and offsets are in the whole
-// text.
-TEST(Reward, RepetitionIsInTheReasoningSpan) {
+// The n-gram rule reads the whole completion (words mode) — reasoning, tags, answer section —
+// and offsets are in the whole text. kPhrase is 7 words, 41 bytes.
+TEST(Reward, RepetitionIsReadInTheWholeCompletion) {
   struct Case {
     std::string text;
     bool fires;
     uint64_t first, fourth;
+    double total;
   };
   const Case cases[] = {
-      {absl::StrCat("<think>", Sv(Repeat(kPhrase, 5)), "</think> \\boxed{42}"), true, 7,
-       7 + 3 * 41},
+      {absl::StrCat("<think>", Sv(Repeat(kPhrase, 5)), "</think> \\boxed{42}"), true, 7, 7 + 3 * 41,
+       0.6},
       {absl::StrCat("  \n<think>", Sv(Repeat(kPhrase, 5)), "</think> \\boxed{42}"), true, 10,
-       10 + 3 * 41},
+       10 + 3 * 41, 0.6},
+      // Four words first ("think", "intro", "words", "here"): positions 11 on recur, and the
+      // share of recurring positions first reaches 60 % at position 27 ((27 - 10) · 100 / 28),
+      // which starts the 4th occurrence of the 8-gram that begins at the loop's third word.
       {absl::StrCat("<think>Intro words here. ", Sv(Repeat(kPhrase, 5)), "</think> \\boxed{42}"),
-       true, 7 + 18, 7 + 18 + 3 * 41},
+       true, 7 + 18 + 10, 7 + 18 + 3 * 41 + 10, 0.6},
       // Three loops and the start of a fourth: the 4th 8-gram needs one word of the next loop.
       {absl::StrCat("<think>", Sv(Repeat(kPhrase, 3)), "Wait, let me double check... but wait",
                     "</think> \\boxed{42}"),
-       false, 0, 0},
+       false, 0, 0, 1.1},
       {absl::StrCat("<think>", Sv(Repeat(kPhrase, 3)), "Wait, let me double check... but wait... ",
                     "wait", "</think> \\boxed{42}"),
-       true, 7, 7 + 3 * 41},
-      // A loop after </think> is a loop: the answer section is read too.
+       true, 7, 7 + 3 * 41, 0.6},
+      // A loop after </think> is a loop: the answer section is read too; so is one with no tags
+      // (no </think>: no answer, 0 - 0.5), or before <think> (not well-formed: 1 - 0.5).
       {absl::StrCat("<think>short</think> ", Sv(Repeat(kPhrase, 6)), "\\boxed{42}"), true, 21,
-       21 + 3 * 41},
+       21 + 3 * 41, 0.6},
+      {absl::StrCat(Sv(Repeat(kPhrase, 6)), "\\boxed{42}"), true, 0, 3 * 41, -0.5},
+      {absl::StrCat(Sv(Repeat(kPhrase, 6)), "<think>x</think>\\boxed{42}"), true, 0, 3 * 41, 0.5},
   };
   for (size_t i = 0; i < std::size(cases); ++i) {
     const Case& c = cases[i];
     SCOPED_TRACE(absl::StrCat("case ", i, " [", Excerpt(c.text), "]"));
     const CompletionScore s = ScoreOne(In(c.text), Profile{});
-    EXPECT_EQ(s.verdict, kC);
+    EXPECT_DOUBLE_EQ(s.total, c.total);
     if (c.fires) {
       EXPECT_EQ(s.repetition_finding.detector, RepetitionDetector::kNgram);
       EXPECT_EQ(s.repetition_finding.first_char_offset, c.first);
       EXPECT_EQ(s.repetition_finding.char_offset, c.fourth);
       EXPECT_EQ(s.repetition_finding.occurrences, 4u);
       EXPECT_EQ(s.repetition, -0.5);
-      EXPECT_DOUBLE_EQ(s.total, 0.6);
     } else {
       EXPECT_EQ(s.repetition_finding.detector, RepetitionDetector::kNone);
       EXPECT_EQ(s.repetition_finding.occurrences, 0u);
@@ -439,12 +445,15 @@ std::string PlainCompletion(size_t bytes) {
 TEST(Reward, TokenIdsDriveLengthAndRepetition) {
   const std::string text = PlainCompletion(450);
   ASSERT_EQ(text.size(), 450u);
+  // The literal rule, for an offset that is the 4th occurrence whatever the prefix.
+  Profile literal;
+  literal.repetition.ngram.rule = NgramRule::kLiteral;
   for (size_t prefix = 0; prefix <= 9; ++prefix) {
     SCOPED_TRACE(absl::StrCat("prefix ", prefix));
     const std::vector<uint32_t> ids = LoopIds(prefix, 5);
     CompletionInput in = In(text, /*num_tokens=*/9999);  // token_ids win over num_tokens
     in.token_ids = ids;
-    const CompletionScore s = ScoreOne(in, Profile{});
+    const CompletionScore s = ScoreOne(in, literal);
     EXPECT_EQ(s.num_tokens, ids.size());
     EXPECT_FALSE(s.tokens_estimated);
     EXPECT_FALSE(s.truncated);
@@ -456,7 +465,7 @@ TEST(Reward, TokenIdsDriveLengthAndRepetition) {
     EXPECT_EQ(f.char_offset, (prefix + 24) * 450 / ids.size());
     EXPECT_EQ(f.first_char_offset, prefix * 450 / ids.size());
     EXPECT_THAT(f.detail, HasSubstr("character offsets estimated"));
-    EXPECT_THAT(f.detail, HasSubstr(absl::StrCat("token ", prefix, ":")));
+    EXPECT_THAT(f.detail, HasSubstr(absl::StrCat("first at token ", prefix, " occurs")));
     EXPECT_EQ(s.repetition, -0.5);
     EXPECT_EQ(s.verdict, kC);
     EXPECT_DOUBLE_EQ(s.total, 0.6);
@@ -465,11 +474,18 @@ TEST(Reward, TokenIdsDriveLengthAndRepetition) {
   CompletionInput in = In(text, std::nullopt);
   const std::vector<uint32_t> ids = LoopIds(5, 5);
   in.token_ids = ids;
-  const CompletionScore s = ScoreOne(in, Profile{});
+  const CompletionScore s = ScoreOne(in, literal);
   EXPECT_EQ(s.num_tokens, 45u);
   EXPECT_EQ(s.repetition_finding.token_offset, 29u);
   EXPECT_EQ(s.repetition_finding.char_offset, 290u);
   EXPECT_EQ(s.repetition_finding.first_char_offset, 50u);
+  // The default loop rule: positions 13 on recur (5 + 8), and the recurring share first reaches
+  // 60 % at position 32 ((32 - 12) · 100 / 33 = 60), the 4th occurrence of the 8-gram at 8.
+  const CompletionScore loop = ScoreOne(in, Profile{});
+  EXPECT_EQ(loop.repetition_finding.token_offset, 32u);
+  EXPECT_EQ(loop.repetition_finding.char_offset, 320u);
+  EXPECT_EQ(loop.repetition_finding.first_char_offset, 80u);
+  EXPECT_THAT(loop.repetition_finding.detail, HasSubstr("in a loop: 60% of the last 200"));
 }
 
 TEST(Reward, TokenIdsAreTheRepetitionTokens) {
@@ -593,19 +609,15 @@ TEST(Reward, SmoothRepetitionMatchesDirectCall) {
       absl::StrCat("<think>one two three four five six seven eight nine ten</think> ",
                    Sv(Repeat(kPhrase, 6)), "\\boxed{42}");
   const std::string short_text = "<think>a b c</think> \\boxed{42}";
+  // The whole completion's words are scored, as open-r1 scores the whole completion.
   struct Case {
     std::string_view text;
-    std::string_view reasoning;
     uint32_t n;
     double max_penalty;
   };
   const Case cases[] = {
-      {incident, std::string_view(incident).substr(7), 8, -1.0},
-      {incident, std::string_view(incident).substr(7), 8, -2.0},
-      {incident, std::string_view(incident).substr(7), 2, -1.0},
-      {closed, std::string_view(closed).substr(7), 8, -1.0},
-      {answer_loop, std::string_view(answer_loop).substr(7), 8, -1.0},
-      {short_text, std::string_view(short_text).substr(7), 8, -1.0},
+      {incident, 8, -1.0}, {incident, 8, -2.0},    {incident, 2, -1.0},
+      {closed, 8, -1.0},   {answer_loop, 8, -1.0}, {short_text, 8, -1.0},
   };
   for (size_t i = 0; i < std::size(cases); ++i) {
     const Case& c = cases[i];
@@ -617,7 +629,7 @@ TEST(Reward, SmoothRepetitionMatchesDirectCall) {
     ASSERT_TRUE(ValidateProfile(profile).ok());
     const CompletionScore s = ScoreOne(In(c.text), profile);
     const double direct =
-        SmoothRepetitionPenalty(WordHashes(NormalizedWords(c.reasoning)), c.n, c.max_penalty);
+        SmoothRepetitionPenalty(WordHashes(NormalizedWords(c.text)), c.n, c.max_penalty);
     EXPECT_DOUBLE_EQ(s.repetition, direct);
     EXPECT_DOUBLE_EQ(s.total, s.accuracy + s.format + s.length + direct);
   }
@@ -664,25 +676,31 @@ TEST(Reward, RepetitionDisabled) {
 TEST(Reward, RepetitionThresholdOptions) {
   const std::string text = absl::StrCat("<think>", Sv(Repeat(kPhrase, 6)), "</think> \\boxed{42}");
   struct Case {
+    NgramRule rule;
     uint32_t n, max_occurrences;
     double penalty;
     bool fires;
     uint64_t char_offset;
     uint32_t occurrences;
   };
+  constexpr NgramRule kLoop = NgramRule::kLoop;
+  constexpr NgramRule kLiteral = NgramRule::kLiteral;
   const Case cases[] = {
-      {8, 3, -0.5, true, 7 + 3 * 41, 4},
-      {8, 3, -0.25, true, 7 + 3 * 41, 4},
-      {8, 3, 0.0, true, 7 + 3 * 41, 4},  // fires, penalises nothing
-      // 6 loops are 42 words: the 8-gram of loop 5 would need a word past </think>.
-      {8, 4, -0.5, true, 7 + 4 * 41, 5},
-      {8, 5, -0.5, false, 0, 0},
+      {kLoop, 8, 3, -0.5, true, 7 + 3 * 41, 4},
+      {kLoop, 8, 3, -0.25, true, 7 + 3 * 41, 4},
+      {kLoop, 8, 3, 0.0, true, 7 + 3 * 41, 4},  // fires, penalises nothing
+      // 6 loops are 42 words, then "think": the 8-gram of loop 6 would need another "wait".
+      {kLoop, 8, 4, -0.5, true, 7 + 4 * 41, 5},
+      {kLoop, 8, 5, -0.5, false, 0, 0},
+      {kLiteral, 8, 3, -0.5, true, 7 + 3 * 41, 4},
       // "wait" is word 0 and word 6 of each loop: its 4th occurrence is word 6 of loop 1.
-      {1, 3, -0.5, true, 7 + 41 + 33, 4},
+      {kLiteral, 1, 3, -0.5, true, 7 + 41 + 33, 4},
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE(absl::StrCat("n ", c.n, " max ", c.max_occurrences, " penalty ", c.penalty));
+    SCOPED_TRACE(absl::StrCat("rule ", static_cast<int>(c.rule), " n ", c.n, " max ",
+                              c.max_occurrences, " penalty ", c.penalty));
     Profile profile;
+    profile.repetition.ngram.rule = c.rule;
     profile.repetition.ngram.n = c.n;
     profile.repetition.ngram.max_occurrences = c.max_occurrences;
     profile.repetition.penalty = c.penalty;
@@ -694,6 +712,20 @@ TEST(Reward, RepetitionThresholdOptions) {
     EXPECT_EQ(s.repetition_finding.occurrences, c.occurrences);
     EXPECT_EQ(s.repetition, c.fires ? c.penalty : 0.0);
     EXPECT_DOUBLE_EQ(s.total, 1.1 + s.repetition);
+  }
+  // The loop rule's options are validated.
+  for (const auto& [field, set] :
+       std::vector<std::pair<std::string, std::function<void(NgramOptions&)>>>{
+           {"repetition.loop_window", [](NgramOptions& o) { o.window = 0; }},
+           {"repetition.loop_min_recurring_percent",
+            [](NgramOptions& o) { o.min_recurring_percent = 101; }},
+           {"repetition.loop_recurrence_distance",
+            [](NgramOptions& o) { o.recurrence_distance = 0; }}}) {
+    Profile bad;
+    set(bad.repetition.ngram);
+    const absl::Status status = ValidateProfile(bad);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << field;
+    EXPECT_THAT(std::string(status.message()), HasSubstr(field));
   }
 }
 
