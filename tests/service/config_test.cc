@@ -359,6 +359,54 @@ TEST(Profiles, AstRepetitionOptions) {
   EXPECT_NE(off->hash, options.profiles.Find("default").value()->hash);
 }
 
+// The n-gram rule is chosen by name; the literal rule and the loop rule's numbers are part of
+// the profile's content, and so of its hash.
+TEST(Profiles, NgramRuleOptions) {
+  ServerOptions options = DefaultServerOptions();
+  const absl::Status status = ApplyConfigText(
+      R"pb(
+        profiles {
+          name: "literal"
+          repetition { ngram_rule: NGRAM_RULE_LITERAL }
+        }
+        profiles {
+          name: "tight_loop"
+          repetition {
+            loop_window: 100
+            loop_min_recurring_percent: 80
+            loop_recurrence_distance: 300
+            max_number_run: 0
+          }
+        }
+      )pb",
+      "server.textproto", &options);
+  ASSERT_TRUE(status.ok()) << status;
+  const ServiceProfile* defaults = options.profiles.Find("default").value();
+  EXPECT_EQ(defaults->reward.repetition.ngram.rule, scorers::NgramRule::kLoop);
+  EXPECT_THAT(defaults->canonical_text, HasSubstr("ngram_rule: NGRAM_RULE_LOOP"));
+  EXPECT_THAT(defaults->canonical_text, HasSubstr("loop_window: 200"));
+  const ServiceProfile* literal = options.profiles.Find("literal").value();
+  EXPECT_EQ(literal->reward.repetition.ngram.rule, scorers::NgramRule::kLiteral);
+  EXPECT_THAT(literal->canonical_text, HasSubstr("ngram_rule: NGRAM_RULE_LITERAL"));
+  EXPECT_NE(literal->hash, defaults->hash);
+  const scorers::NgramOptions& tight =
+      options.profiles.Find("tight_loop").value()->reward.repetition.ngram;
+  EXPECT_EQ(tight.window, 100u);
+  EXPECT_EQ(tight.min_recurring_percent, 80u);
+  EXPECT_EQ(tight.recurrence_distance, 300u);
+  EXPECT_EQ(tight.max_number_run, 0u);
+  EXPECT_NE(options.profiles.Find("tight_loop").value()->hash, defaults->hash);
+
+  ServerOptions bad = DefaultServerOptions();
+  const absl::Status refused = ApplyConfigText(R"pb(profiles {
+                                                      name: "p"
+                                                      repetition { loop_min_recurring_percent: 0 }
+                                                    })pb",
+                                               "server.textproto", &bad);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("repetition.loop_min_recurring_percent"));
+}
+
 TEST(Profiles, InvalidProfilesAreRefusedNamingProfileAndField) {
   struct Case {
     const char* text;

@@ -154,7 +154,7 @@ TEST(ScoreGroups, TheIncidentBatch) {
 
 // A runaway generation is never neutral: a loop after </think> (or, for a model that does not
 // think, anywhere) and a final answer longer than any answer are WRONG, stay in the group's
-// statistics, and the loop pays the repetition penalty.
+// statistics, and both pay the repetition penalty.
 TEST(ScoreGroups, RunawayAnswersAreWrongAndStayInTheStatistics) {
   Engine engine;
   config::v1::Profile plain;
@@ -197,6 +197,13 @@ TEST(ScoreGroups, RunawayAnswersAreWrongAndStayInTheStatistics) {
     const v1::CompletionResult& list = response.results(2);
     EXPECT_EQ(list.verdict(), v1::VERDICT_WRONG);
     EXPECT_THAT(list.detail(), HasSubstr("longer than any answer"));
+    // Counting repeats no 8-gram, but more than 512 numbers in a row fire the loop rule: the
+    // 513th number, 513, where a stop hook would have halted the list.
+    EXPECT_EQ(list.repetition().detector(), v1::REPETITION_DETECTOR_NGRAM);
+    EXPECT_THAT(list.repetition().detail(), HasSubstr("513 number words in a row"));
+    const std::string& list_text = thinks ? counting : counting.substr(counting.find("The"));
+    EXPECT_EQ(list_text.substr(list.repetition().char_offset(), 4), "513,");
+    EXPECT_EQ(list.components().repetition(), -0.5);
 
     // Scorable, so in the statistics: below the correct answer's advantage, and negative.
     EXPECT_TRUE(response.groups().keep(0));
