@@ -146,6 +146,15 @@ class Comparer {
       }
     }
 
+    // A set of one value is that value, as a bare list is its values: "{5}" ≡ "5". Only for a
+    // scalar: a set is never a tuple or an interval.
+    if (ka == Kind::kSet && a.node(x).num_children == 1 && IsScalar(kb)) {
+      return Eq(a, a.kids(x)[0], b, y);
+    }
+    if (kb == Kind::kSet && b.node(y).num_children == 1 && IsScalar(ka)) {
+      return Eq(a, x, b, b.kids(y)[0]);
+    }
+
     switch (ka) {
       case Kind::kSet:
         return (kb == Kind::kSet || IsBareList(b, y)) && Unordered(a, x, b, y);
