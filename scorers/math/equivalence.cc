@@ -5,6 +5,7 @@
 #include <cmath>
 #include <deque>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,37 @@ Complex TrialValue(int trial, size_t symbol) {
   const long double v = kBase[(static_cast<size_t>(trial) * 3 + symbol * 5) % kBase.size()] +
                         0.0113L * static_cast<long double>(symbol);
   return Complex(trial % 3 == 2 ? -v : v, 0);
+}
+
+// The value of a symbol that bounds a \sum or \prod at a trial: a small positive integer, so that
+// the sum has a definite number of terms (3 to 9).
+Complex IntegerTrialValue(int trial, size_t symbol) {
+  return Complex(static_cast<long double>(3 + (static_cast<size_t>(trial) * 3 + symbol * 5) % 7),
+                 0);
+}
+
+// The symbols of `names` that bound a sum or product in either expression.
+std::vector<std::string> IntegerSymbols(const Expr& a, std::span<const uint32_t> as, const Expr& b,
+                                        std::span<const uint32_t> bs) {
+  std::vector<std::string> out;
+  for (uint32_t n : as) {
+    for (std::string& s : SymbolsInBounds(a, n)) out.push_back(std::move(s));
+  }
+  for (uint32_t n : bs) {
+    for (std::string& s : SymbolsInBounds(b, n)) out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Trial values for `point.names`: integers for the symbols of `integers` (sorted), the usual
+// irrational-looking reals for the others.
+void FillTrial(int trial, const std::vector<std::string>& integers, Point* point) {
+  point->values.clear();
+  for (size_t s = 0; s < point->names.size(); ++s) {
+    const bool integer = std::binary_search(integers.begin(), integers.end(), point->names[s]);
+    point->values.push_back(integer ? IntegerTrialValue(trial, s) : TrialValue(trial, s));
+  }
 }
 
 bool Close(const Complex& a, const Complex& b) {
@@ -783,11 +815,11 @@ class Comparer {
     names.erase(std::unique(names.begin(), names.end()), names.end());
     if (names.empty()) return false;
     point.names = names;
+    const std::vector<std::string> integers = IntegerSymbols(a, oa, b, ob);
     std::optional<Complex> ratio;
     int agreeing = 0;
     for (int trial = 0; trial < kTrials; ++trial) {
-      point.values.clear();
-      for (size_t s = 0; s < names.size(); ++s) point.values.push_back(TrialValue(trial, s));
+      FillTrial(trial, integers, &point);
       const auto la = EvaluateAt(a, oa[0], point, budget_),
                  ra = EvaluateAt(a, oa[1], point, budget_);
       const auto lb = EvaluateAt(b, ob[0], point, budget_),
@@ -828,12 +860,11 @@ class Comparer {
     for (std::string& s : FreeSymbols(b, y)) point.names.push_back(std::move(s));
     std::sort(point.names.begin(), point.names.end());
     point.names.erase(std::unique(point.names.begin(), point.names.end()), point.names.end());
+    const uint32_t ax[] = {x}, by[] = {y};
+    const std::vector<std::string> integers = IntegerSymbols(a, ax, b, by);
     int agreeing = 0;
     for (int trial = 0; trial < kTrials; ++trial) {
-      point.values.clear();
-      for (size_t s = 0; s < point.names.size(); ++s) {
-        point.values.push_back(TrialValue(trial, s));
-      }
+      FillTrial(trial, integers, &point);
       const std::optional<Complex> va = EvaluateAt(a, x, point, budget_);
       const std::optional<Complex> vb = EvaluateAt(b, y, point, budget_);
       if (budget_.exceeded) return false;

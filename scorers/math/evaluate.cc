@@ -393,7 +393,34 @@ void CollectSymbols(const Expr& e, uint32_t i, std::vector<std::string_view>& bo
   for (uint32_t k : kids) CollectSymbols(e, k, bound, out);
 }
 
+// Free symbols of the bounds (kids 2 and 3) of every \sum and \prod under `i`.
+void CollectBoundSymbols(const Expr& e, uint32_t i, std::vector<std::string_view>& bound,
+                         std::vector<std::string>& out) {
+  const auto kids = e.kids(i);
+  if (BindsIndex(e, i)) {
+    const std::string_view name = e.text(i);
+    if (kids.size() == 4 && (name == "sum" || name == "prod")) {
+      CollectSymbols(e, kids[2], bound, out);
+      CollectSymbols(e, kids[3], bound, out);
+    }
+    bound.push_back(e.text(kids[1]));
+    CollectBoundSymbols(e, kids[0], bound, out);
+    bound.pop_back();
+    return;
+  }
+  for (uint32_t k : kids) CollectBoundSymbols(e, k, bound, out);
+}
+
 }  // namespace
+
+std::vector<std::string> SymbolsInBounds(const Expr& e, uint32_t node) {
+  std::vector<std::string> out;
+  std::vector<std::string_view> bound;
+  CollectBoundSymbols(e, node, bound, out);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
 
 std::vector<std::string> FreeSymbols(const Expr& e, uint32_t node) {
   std::vector<std::string> out;

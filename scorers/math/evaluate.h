@@ -39,4 +39,9 @@ std::optional<Complex> EvaluateAt(const Expr& e, uint32_t node, const Point& poi
 // The free symbols under `node`, sorted and unique.
 std::vector<std::string> FreeSymbols(const Expr& e, uint32_t node);
 
+// The free symbols in the bounds of the \sum and \prod under `node` ("n" of
+// "\sum_{k=0}^{n-1}"), sorted and unique: integers by nature, so a numeric test gives them
+// integer values, at which the sum can be expanded.
+std::vector<std::string> SymbolsInBounds(const Expr& e, uint32_t node);
+
 }  // namespace rlscore::scorers::math
