@@ -188,11 +188,26 @@ void WordSplitter::Flush() {
   shift_ = 0;
 }
 
-Word WordSplitter::End() {
+Word WordSplitter::End(size_t end) {
   in_word_ = false;
   // Word bytes are never 0, so zero padding cannot make two words equal; the length is mixed in.
-  return Word{Mix(hash_ ^ chunk_ ^ (static_cast<uint64_t>(offset_ - begin_) << 56)), begin_,
-              digits_};
+  return Word{Mix(hash_ ^ chunk_ ^ (static_cast<uint64_t>(end - begin_) << 56)), begin_, digits_};
+}
+
+WordSplitter::CharClass WordSplitter::Classify(uint32_t c) {
+  // Kana, CJK ideographs (extension A, unified, compatibility): a word each.
+  if ((c >= 0x3040 && c <= 0x30FF) || (c >= 0x3400 && c <= 0x4DBF) ||
+      (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0xF900 && c <= 0xFAFF)) {
+    return CharClass::kOwnWord;
+  }
+  // General punctuation (dashes, curly quotes, ellipsis, invisible operators), CJK symbols and
+  // punctuation, and the fullwidth forms' punctuation (not their letters and digits).
+  if ((c >= 0x2000 && c <= 0x206F) || (c >= 0x3000 && c <= 0x303F) ||
+      (c >= 0xFF00 && c <= 0xFF0F) || (c >= 0xFF1A && c <= 0xFF20) ||
+      (c >= 0xFF3B && c <= 0xFF40) || (c >= 0xFF5B && c <= 0xFF65)) {
+    return CharClass::kSeparator;
+  }
+  return CharClass::kWordBytes;
 }
 
 std::vector<Word> NormalizedWords(std::string_view text, size_t base_offset) {

@@ -146,7 +146,10 @@ class NgramStream {
 };
 
 // A normalised word: ASCII letters folded to lower case; runs of letters, digits and non-ASCII
-// bytes are words; everything else separates words and is dropped.
+// bytes are words; everything else separates words and is dropped. Scripts written without
+// spaces are split as their readers split them: each Chinese or Japanese character (CJK
+// ideographs, kana) is a word of its own, and CJK, fullwidth and general punctuation ("，", "。",
+// "“", "—") separates words, so a loop of a Chinese sentence is a loop of 8-grams too.
 struct Word {
   uint64_t hash;  // of the normalised word
   size_t offset;  // byte offset of its first character, plus the base offset given
@@ -157,7 +160,8 @@ std::vector<Word> NormalizedWords(std::string_view text, size_t base_offset = 0)
 
 // The words of a text that arrives in pieces, split and hashed exactly as NormalizedWords does
 // the whole: Feed() calls on_word(const Word&) for every word whose end it has seen, Finish() for
-// the last one. O(1) memory (a word is hashed as its bytes arrive). Not thread-safe.
+// the last one. O(1) memory (a word is hashed as its bytes arrive; a three-byte character is held
+// until it is complete, so a piece may end inside it). Not thread-safe.
 //
 //   WordSplitter words;
 //   words.Feed("the ans", on_word);   // "the"
@@ -170,11 +174,27 @@ class WordSplitter {
   template <typename OnWord>
   void Feed(std::string_view piece, OnWord&& on_word) {
     for (const char ch : piece) {
-      const unsigned char folded = Fold(static_cast<unsigned char>(ch));
+      const auto c = static_cast<unsigned char>(ch);
+      if (held_ != 0) [[unlikely]] {
+        if ((c & 0xC0) == 0x80) {
+          sequence_[held_++] = c;
+          ++offset_;
+          if (held_ == 3) Resolve(on_word);
+          continue;
+        }
+        HeldAsWordBytes();  // a broken sequence: its bytes stay word bytes
+      }
+      if (c >= 0xE0 && c <= 0xEF) [[unlikely]] {  // the lead byte of a three-byte character
+        sequence_[0] = c;
+        held_ = 1;
+        sequence_offset_ = offset_++;
+        continue;
+      }
+      const unsigned char folded = Fold(c);
       if (folded == 0) {
-        if (in_word_) on_word(End());
+        if (in_word_) on_word(End(offset_));
       } else {
-        if (!in_word_) Begin();
+        if (!in_word_) Begin(offset_);
         Add(folded);
       }
       ++offset_;
@@ -183,13 +203,17 @@ class WordSplitter {
 
   template <typename OnWord>
   void Finish(OnWord&& on_word) {
-    if (in_word_) on_word(End());
+    if (held_ != 0) HeldAsWordBytes();
+    if (in_word_) on_word(End(offset_));
   }
 
   // Bytes fed so far, plus the base offset.
   size_t offset() const { return offset_; }
 
  private:
+  enum class CharClass : uint8_t { kWordBytes, kOwnWord, kSeparator };
+  static CharClass Classify(uint32_t code_point);
+
   static unsigned char Fold(unsigned char c) { return kFold[c]; }
   // The byte as it enters a word's hash (ASCII letters lower-cased), 0 for separators: letters,
   // digits and non-ASCII bytes are word bytes.
@@ -203,10 +227,39 @@ class WordSplitter {
     }
     return fold;
   }();
-  void Begin() {
+
+  // A complete three-byte character: a word of its own, a separator, or bytes of the word.
+  template <typename OnWord>
+  void Resolve(OnWord&& on_word) {
+    held_ = 0;
+    const uint32_t code_point = (static_cast<uint32_t>(sequence_[0] & 0x0F) << 12) |
+                                (static_cast<uint32_t>(sequence_[1] & 0x3F) << 6) |
+                                (sequence_[2] & 0x3F);
+    switch (Classify(code_point)) {
+      case CharClass::kSeparator:
+        if (in_word_) on_word(End(sequence_offset_));
+        break;
+      case CharClass::kOwnWord:
+        if (in_word_) on_word(End(sequence_offset_));
+        Begin(sequence_offset_);
+        for (const unsigned char b : sequence_) Add(b);
+        on_word(End(offset_));
+        break;
+      case CharClass::kWordBytes:
+        if (!in_word_) Begin(sequence_offset_);
+        for (const unsigned char b : sequence_) Add(b);
+        break;
+    }
+  }
+  void HeldAsWordBytes() {
+    if (!in_word_) Begin(sequence_offset_);
+    for (uint8_t i = 0; i < held_; ++i) Add(sequence_[i]);
+    held_ = 0;
+  }
+  void Begin(size_t at) {
     in_word_ = true;
     digits_ = true;
-    begin_ = offset_;
+    begin_ = at;
     hash_ = 0x243f6a8885a308d3ULL;
     chunk_ = 0;
     shift_ = 0;
@@ -218,7 +271,8 @@ class WordSplitter {
     if (shift_ == 64) Flush();
   }
   void Flush();
-  Word End();
+  // The word that began at begin_ and ends before byte `end`.
+  Word End(size_t end);
 
   size_t offset_;
   bool in_word_ = false;
@@ -227,6 +281,10 @@ class WordSplitter {
   uint64_t hash_ = 0;
   uint64_t chunk_ = 0;
   unsigned shift_ = 0;
+  // A three-byte character being read: its bytes so far and where it began.
+  std::array<unsigned char, 3> sequence_{};
+  uint8_t held_ = 0;
+  size_t sequence_offset_ = 0;
 };
 std::vector<uint64_t> WordHashes(std::span<const Word> words);
 

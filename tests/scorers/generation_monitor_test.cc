@@ -49,13 +49,15 @@ std::vector<size_t> Cuts(size_t n, std::mt19937_64& rng) {
 // Reasoning text: sentences from a small vocabulary (they recur by chance), and for some cases a
 // loop of reworded reflections after a prefix, like the incident's.
 std::string Reasoning(std::mt19937_64& rng, bool loop) {
-  static const char* const kWords[] = {"wait", "let",  "me",     "check", "the",    "sum",
-                                       "of",   "x",    "is",     "7",     "but",    "consider",
-                                       "case", "then", "answer", "Prime", "FACTOR", "n+1"};
+  // Chinese, punctuation that separates ("，", "—") and a character whose bytes a delta may cut.
+  static const char* const kWords[] = {"wait", "let",    "me",     "check", "the",    "sum",
+                                       "of",   "x",      "is",     "7",     "but",    "consider",
+                                       "case", "then",   "answer", "Prime", "FACTOR", "n+1",
+                                       "我们", "再检查", "，",     "—",     "∩",      "café"};
   std::string text;
   const size_t words = 20 + rng() % 300;
   for (size_t i = 0; i < words; ++i) {
-    absl::StrAppend(&text, kWords[rng() % 18], rng() % 9 == 0 ? ". " : " ");
+    absl::StrAppend(&text, kWords[rng() % std::size(kWords)], rng() % 9 == 0 ? ". " : " ");
   }
   if (loop) {
     const std::string step = absl::StrCat("Wait, let me double check step ", rng() % 100,
@@ -68,7 +70,9 @@ std::string Reasoning(std::mt19937_64& rng, bool loop) {
 // An answer section: a boxed answer, sometimes a loop of its own, sometimes a counting run.
 std::string Answer(std::mt19937_64& rng, int kind) {
   std::string text = " \\boxed{42}";
-  if (kind == 1) {
+  if (kind == 1 && rng() % 2 == 0) {
+    for (int i = 0; i < 30; ++i) absl::StrAppend(&text, "所以答案是四十二，我们完成了。");
+  } else if (kind == 1) {
     for (int i = 0; i < 30; ++i) absl::StrAppend(&text, " The answer is 42, so we are done.");
   } else if (kind == 2) {
     const uint64_t from = rng() % 1000;

@@ -337,6 +337,24 @@ TEST(Repetition, ALoopAfterHonestTextFiresWhenItFillsTheWindow) {
   EXPECT_TRUE(FindRepeatedNgram(slow, wider).fired);
 }
 
+// A Chinese sentence looped until truncation, written without spaces as Chinese is: the loop rule
+// sees its characters, so it fires as an English loop does; an honest Chinese derivation, which
+// reuses phrases, does not.
+TEST(Repetition, ChineseLoopsFireAndChineseReasoningDoesNot) {
+  std::string loop = "我们先计算总和。";
+  for (int i = 0; i < 200; ++i) loop += "所以答案是四十二，我们再检查一遍这个结果。";
+  const NgramReport r = FindRepeatedWords(NormalizedWords(loop), NgramOptions{});
+  ASSERT_TRUE(r.fired);
+  EXPECT_GE(r.recurring_percent, 60u);
+  const std::string honest =
+      "设这个数为x。根据题意，x的平方减去三倍的x等于十。整理得到x的平方减去三x减去十等于零。"
+      "因式分解得到x减五乘以x加二等于零，所以x等于五或者x等于负二。题目要求正数，所以x等于五。"
+      "我们再检查一遍：五的平方是二十五，三倍的五是十五，二十五减去十五等于十，符合题意。"
+      "再看负二：负二的平方是四，三倍的负二是负六，四减去负六等于十，也符合方程但不是正数。"
+      "因此满足条件的正数只有五，答案是五。";
+  EXPECT_FALSE(FindRepeatedWords(NormalizedWords(honest), NgramOptions{}).fired);
+}
+
 // Counting: every number is new, so no n-gram recurs, but more than 512 numbers in a row fire.
 TEST(Repetition, CountingRunsFire) {
   std::string counting = "The list:";
@@ -459,6 +477,14 @@ TEST(NormalizedWords, SplitsFoldsAndOffsets) {
       {"ÉCOLE école", {"École", "école"}, {0, 7}},  // only ASCII letters fold
       {"tab\tnew\nline", {"tab", "new", "line"}, {0, 4, 8}},
       {"a_b-c", {"a", "b", "c"}, {0, 2, 4}},
+      // Chinese and Japanese characters are a word each; CJK, fullwidth and general punctuation
+      // separate; other non-ASCII stays in the word (the fullwidth "Ａ" too).
+      {"我们再检查", {"我", "们", "再", "检", "查"}, {0, 3, 6, 9, 12}},
+      {"x=1，再算。OK", {"x", "1", "再", "算", "ok"}, {0, 2, 6, 9, 15}},
+      {"ひらがなABC", {"ひ", "ら", "が", "な", "abc"}, {0, 3, 6, 9, 12}},
+      {"don’t “stop”—now…", {"don", "t", "stop", "now"}, {0, 6, 11, 21}},
+      {"A∩B ＡＢ", {"a∩b", "ＡＢ"}, {0, 6}},
+      {"café\xe4\xb8x", {"café\xe4\xb8x"}, {0}},  // a broken sequence stays word bytes
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.text);
