@@ -2,7 +2,8 @@
 // from the input (two bytes each, a small alphabet so windows recur), the rule, n, the threshold
 // and the loop window from its first bytes. The hash-table rule must fire at exactly the window
 // the naive count of every window fires at. The word normaliser runs on the same bytes as text,
-// and the number-run rule on its words against a naive count.
+// and the number-run rule on its words against a naive count; the words of the text fed in
+// pieces are the words of the whole.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -96,6 +97,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     RLSCORE_FUZZ_CHECK(word.offset >= 7 && word.offset < rest.size() + 7 &&
                        word.offset >= previous);
     previous = word.offset + 1;
+  }
+  // The same words when the text arrives in pieces cut anywhere (inside a character included).
+  scorers::WordSplitter splitter(7);
+  std::vector<scorers::Word> pieces;
+  const auto keep = [&pieces](const scorers::Word& w) { pieces.push_back(w); };
+  for (size_t at = 0; at < rest.size();) {
+    const size_t len = std::min<size_t>(rest.size() - at, 1 + static_cast<uint8_t>(rest[at]) % 5);
+    splitter.Feed(rest.substr(at, len), keep);
+    at += len;
+  }
+  splitter.Finish(keep);
+  RLSCORE_FUZZ_CHECK(pieces.size() == words.size());
+  for (size_t i = 0; i < words.size(); ++i) {
+    RLSCORE_FUZZ_CHECK(pieces[i].hash == words[i].hash && pieces[i].offset == words[i].offset &&
+                       pieces[i].number == words[i].number);
   }
   // The number-run rule: more than max_number_run number words in a row (with the n-gram rule
   // unable to fire first, it fires where the naive count first crosses the limit).

@@ -501,6 +501,35 @@ TEST(NormalizedWords, SplitsFoldsAndOffsets) {
   }
 }
 
+// Fed in pieces cut anywhere — inside a three-byte character too — the splitter gives the words
+// of the whole text: random bytes biased to lead and continuation bytes, CJK and punctuation.
+TEST(NormalizedWords, PiecesGiveTheWordsOfTheWhole) {
+  std::mt19937_64 rng(19);
+  static const char* const kParts[] = {"我", "们", "，", "。",   "—",    "“",    "ひ",   "∩", "é",
+                                       "ab", "12", " ",  "\xe4", "\xb8", "\xef", "\x80", "x"};
+  for (int trial = 0; trial < 500; ++trial) {
+    std::string text;
+    const size_t parts = rng() % 60;
+    for (size_t i = 0; i < parts; ++i) text += kParts[rng() % std::size(kParts)];
+    const std::vector<Word> whole = NormalizedWords(text, 3);
+    WordSplitter splitter(3);
+    std::vector<Word> pieces;
+    const auto keep = [&pieces](const Word& w) { pieces.push_back(w); };
+    for (size_t at = 0; at < text.size();) {
+      const size_t len = std::min<size_t>(text.size() - at, 1 + rng() % 4);
+      splitter.Feed(std::string_view(text).substr(at, len), keep);
+      at += len;
+    }
+    splitter.Finish(keep);
+    ASSERT_EQ(pieces.size(), whole.size()) << text;
+    for (size_t i = 0; i < whole.size(); ++i) {
+      EXPECT_EQ(pieces[i].hash, whole[i].hash) << text;
+      EXPECT_EQ(pieces[i].offset, whole[i].offset) << text;
+      EXPECT_EQ(pieces[i].number, whole[i].number) << text;
+    }
+  }
+}
+
 TEST(NormalizedWords, CaseFoldsAndDistinguishes) {
   EXPECT_EQ(Words("Wait WAIT wait"), std::vector<uint64_t>(3, Words("wait")[0]));
   EXPECT_NE(Words("École")[0], Words("école")[0]);
