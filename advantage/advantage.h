@@ -1,6 +1,6 @@
-// Group-relative advantages with the zero-variance clamp (SPEC §4).
+// Group-relative advantages with the zero-variance clamp (docs/DESIGN.md §4).
 //
-// This is the arithmetic that diverged in the incident of shared/seed/incident-postmortem.txt:
+// This is the arithmetic that diverged in the incident docs/DESIGN.md describes:
 // groups whose rewards were all identical were normalised by a near-zero standard deviation and
 // float residue became advantages of ±20. Here such a group gets exactly +0.0 everywhere, is
 // flagged zero-variance with its cause, and is marked `keep = false` (DAPO's dynamic-sampling

@@ -1,6 +1,6 @@
-// The canonical arithmetic of group advantages (SPEC §4): the exact order of every floating-point
-// operation, so that the CPU path and the CUDA path (gpu/) produce bit-identical statistics,
-// zero-variance decisions and advantages.
+// The canonical arithmetic of group advantages (docs/DESIGN.md §4): the exact order of every
+// floating-point operation, so that the CPU path and the CUDA path (gpu/) produce bit-identical
+// statistics, zero-variance decisions and advantages.
 //
 // Sums over a group use 8 lanes: element i of the group's scorable rewards goes to lane i % 8, each
 // lane adds its elements in index order starting from +0.0, and the lanes are then folded

@@ -1,5 +1,5 @@
-// The plain value types of group advantages (SPEC §4): estimators, options, a borrowed batch,
-// group statistics and the batch summary.
+// The plain value types of group advantages (docs/DESIGN.md §4): estimators, options, a borrowed
+// batch, group statistics and the batch summary.
 //
 // This header needs nothing but the C++ standard library, so the CUDA module (gpu/) and its
 // GPU-only test target share these exact types with the CPU reference. advantage.h is the entry
@@ -48,7 +48,7 @@ enum class ZeroVarianceCause : uint8_t {
 };
 inline constexpr int kNumZeroVarianceCauses = 8;
 
-// τ of SPEC §4.
+// τ of docs/DESIGN.md §4.
 inline constexpr double kDefaultZeroVarianceThreshold = 1e-8;
 
 struct Options {

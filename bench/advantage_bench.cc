@@ -1,5 +1,5 @@
 // Throughput of advantage::Compute on the CPU against memcpy of the same bytes, in one run
-// (SPEC §7: the CPU path should reach at least half of memcpy bandwidth).
+// (docs/DESIGN.md §7: the CPU path should reach at least half of memcpy bandwidth).
 //
 //   cmake -S . -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release -DRLSCORE_WITH_SERVICE=OFF
 //         -DRLSCORE_BUILD_TESTS=OFF      (one line)
@@ -54,8 +54,8 @@ struct Workload {
   std::vector<GroupStats> groups;
 };
 
-// Rewards shaped like SPEC §1 totals: accuracy 0/1, the format reward, and a continuous length
-// penalty, so that almost every group has variance and takes the full path (statistics and
+// Rewards shaped like docs/DESIGN.md §1 totals: accuracy 0/1, the format reward, and a continuous
+// length penalty, so that almost every group has variance and takes the full path (statistics and
 // division); zero-variance groups would be cheaper.
 Workload MakeWorkload(size_t n, Layout layout) {
   Workload w;

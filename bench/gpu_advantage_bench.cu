@@ -1,5 +1,6 @@
-// The CUDA advantage path measured (SPEC §7: at 10^8 rewards, at least 60 % of the device's
-// measured device-to-device copy bandwidth; faster than PyTorch's vectorised GRPO advantage).
+// The CUDA advantage path measured (docs/DESIGN.md §7: at 10^8 rewards, at least 60 % of the
+// device's measured device-to-device copy bandwidth; faster than PyTorch's vectorised GRPO
+// advantage).
 //
 //   gpu_advantage_bench [--data-dir DIR]
 //

@@ -1,6 +1,6 @@
 // Completion anatomy (scorers/anatomy.h) on any bytes, under both tag policies: never fails, and
 // every span and tag it reports lies inside the text, in order; and the format reward is never
-// paid without accuracy (SPEC §1's gate).
+// paid without accuracy (docs/DESIGN.md §1's gate).
 #include <cstddef>
 #include <cstdint>
 

@@ -1,6 +1,6 @@
-// CUDA kernels for group advantages (SPEC §4) on device-resident data, in the canonical order of
-// advantage/reference.h, so every statistic, zero-variance decision and advantage is bit-identical
-// to the CPU reference.
+// CUDA kernels for group advantages (docs/DESIGN.md §4) on device-resident data, in the canonical
+// order of advantage/reference.h, so every statistic, zero-variance decision and advantage is
+// bit-identical to the CPU reference.
 //
 // Layout of the work: a tile of W threads (W = 1, 2, 4 or 8: the largest group rounded up to a
 // power of two, at most the 8 canonical lanes) owns one group at a time. Lane l of the tile adds

@@ -1,4 +1,4 @@
-// The gated format reward (SPEC §1, incident Mechanism 2). See format.h.
+// The gated format reward (docs/DESIGN.md §1, incident Mechanism 2). See format.h.
 #include "scorers/format.h"
 
 namespace rlscore::scorers {

@@ -1,5 +1,6 @@
-// The format reward with the accuracy gate of SPEC §1 — the fix for the incident's Mechanism 2,
-// where an ungated 0.1 for well-formed tags paid a model for looping without ever answering.
+// The format reward with the accuracy gate of docs/DESIGN.md §1 — the fix for the incident's
+// Mechanism 2, where an ungated 0.1 for well-formed tags paid a model for looping without ever
+// answering.
 //
 //   FormatResult f = ScoreFormat(anatomy, /*truncated=*/false, /*accuracy=*/0.0, FormatOptions{});
 //   f.reward;   // 0: well-formed but wrong, so the gate withholds it

@@ -1,5 +1,5 @@
-// Length shapes of SPEC §1 (see length.h). Every shape is bounded and never NaN: a violated
-// REQUIRES degrades to a step at the boundary instead of dividing by zero.
+// Length shapes of docs/DESIGN.md §1 (see length.h). Every shape is bounded and never NaN: a
+// violated REQUIRES degrades to a step at the boundary instead of dividing by zero.
 #include "scorers/length.h"
 
 #include <algorithm>

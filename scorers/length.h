@@ -1,4 +1,4 @@
-// Length shapes of SPEC §1. Lengths are in tokens.
+// Length shapes of docs/DESIGN.md §1. Lengths are in tokens.
 //
 //   QuadraticLengthPenalty(10240, {.weight = 0.5, .target = 4096, .max = 16384});  // -0.125
 //   DapoOverlongPenalty(90, /*max=*/100, /*buffer=*/20);                           // -0.5

@@ -1,5 +1,5 @@
-// Token counts when the caller gives none (SPEC §1: the response then says the count is an
-// estimate). About four bytes of English or LaTeX per token for BPE vocabularies of 32k–150k.
+// Token counts when the caller gives none (docs/DESIGN.md §1: the response then says the count is
+// an estimate). About four bytes of English or LaTeX per token for BPE vocabularies of 32k–150k.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,5 @@
 // Reward profiles as the service holds them: the scorers' Profile, the advantage options that go
-// with it, and the hash every response carries (SPEC §1: "Every response carries the hash of the
-// profile that produced it").
+// with it, and the hash every response carries (docs/DESIGN.md §1: equal hashes, equal rewards).
 //
 //   ProfileSet profiles = DefaultProfiles(advantage::Options{});
 //   RLSCORE_RETURN_IF_ERROR(AddProfileText("name: \"short\" length { max_tokens: 4096 }", ...));
@@ -46,7 +45,8 @@ class ProfileSet {
   std::map<std::string, ServiceProfile, std::less<>> profiles_;
 };
 
-// Only the built-in default profile (SPEC §1), with `advantage` as its advantage options.
+// Only the built-in default profile (docs/DESIGN.md §1), with `advantage` as its advantage
+// options.
 ProfileSet DefaultProfiles(const advantage::Options& advantage);
 
 // The complete proto form of a profile (every field set), as printed by --print-config.

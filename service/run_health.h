@@ -1,5 +1,5 @@
-// Run health (SPEC §5 GetRunHealth): OK / WARN / CRITICAL for one training run, from the rolling
-// window of its scored batches (run_telemetry.h), with a reason per signal.
+// Run health (docs/DESIGN.md §5 GetRunHealth): OK / WARN / CRITICAL for one training run, from the
+// rolling window of its scored batches (run_telemetry.h), with a reason per signal.
 //
 // In the incident the signals were all visible before the NaN: 14 of 16 groups zero-variance at
 // step 1,428, mean length 2,780 -> 9,450 tokens by step 1,432, repetition loops everywhere, then

@@ -1,5 +1,5 @@
-// The aggregate of Score (SPEC §5): accuracy, format, repetition and truncation rates, length
-// percentiles, verdict counts and unbiased pass@k over completions that share a prompt id.
+// The aggregate of Score (docs/DESIGN.md §5): accuracy, format, repetition and truncation rates,
+// length percentiles, verdict counts and unbiased pass@k over completions that share a prompt id.
 //
 // RunScore aggregates one request with it and `rlscore score` a whole file, request after
 // request, so the two report the same numbers for the same completions.

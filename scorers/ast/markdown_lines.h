@@ -11,9 +11,9 @@
 //   LineScan all = ScanLines(reasoning);                // every block keyed
 //   for (const Fence& f : all.fences) f.language;       // kPython for ```py
 //
-// Normalisation (SPEC §3, "the same step with different numbers"): leading block markers dropped
-// (indentation, `>`, list bullets and numbers, `#` heading marks); ASCII case folded; runs of
-// whitespace folded to one space, trailing whitespace dropped; every number (a digit run, with
+// Normalisation (docs/DESIGN.md §3, "the same step with different numbers"): leading block markers
+// dropped (indentation, `>`, list bullets and numbers, `#` heading marks); ASCII case folded; runs
+// of whitespace folded to one space, trailing whitespace dropped; every number (a digit run, with
 // `.` or `,` between digits) replaced by `0`; `*` emphasis dropped; inside math (`$..$`, `$$..$$`,
 // `\(..\)`, `\[..\]`) and inline code (`..`), identifiers — letter runs not preceded by `\` — are
 // replaced by `v`, so a step that comes back with renamed variables normalises the same. LaTeX

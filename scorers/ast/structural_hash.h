@@ -1,7 +1,7 @@
 // Structural hashes of a tree-sitter syntax tree: each subtree hashed from its node kinds alone —
 // the text of identifiers and literals never enters the hash, keywords and operators do (they are
 // node kinds of their own) — so a function that comes back with renamed variables and other
-// constants hashes the same (SPEC §3). Comments and other "extra" nodes are left out.
+// constants hashes the same (docs/DESIGN.md §3). Comments and other "extra" nodes are left out.
 //
 //   uint64_t budget = 100000;
 //   bool complete = VisitSubtrees(tree, /*seed=*/1, /*min_nodes=*/40, &budget,

@@ -1,5 +1,5 @@
-// Exact arithmetic for answer verification (SPEC §2: "exact rationals where both sides are
-// rational, big integers where needed"): arbitrary-precision integers and normalised rationals.
+// Exact arithmetic for answer verification (docs/DESIGN.md §2: "exact rationals where both sides
+// are rational, big integers where needed"): arbitrary-precision integers and normalised rationals.
 //
 //   BigRational a = BigRational::FromDecimal("0.125").value();   // 1/8
 //   BigRational b = BigRational(1, 8);

@@ -1,4 +1,4 @@
-// Is an answer equivalent to a reference (SPEC §2)?
+// Is an answer equivalent to a reference (docs/DESIGN.md §2)?
 //
 //   Equivalence r = Equivalent(answer, answer.root, reference, reference.root, budget);
 //

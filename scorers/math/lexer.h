@@ -1,6 +1,6 @@
-// The normalising lexer of the answer parser (SPEC §2, issue 4 item 2): one linear pass from an
-// answer as a model writes it (LaTeX, plain text, Unicode) to tokens, with the normalisation that
-// does not need a tree done on the way:
+// The normalising lexer of the answer parser (docs/DESIGN.md §2, issue 4 item 2): one linear pass
+// from an answer as a model writes it (LaTeX, plain text, Unicode) to tokens, with the
+// normalisation that does not need a tree done on the way:
 //
 //   - dropped: `$`, `\(` `\)` `\[` `\]`, `\left` `\right` `\big`..., spacing (`\,` `\;` `\:` `\!`
 //     `\quad` `~`), `\displaystyle`, degrees (`^\circ`, `^{\circ}`, `\circ`, `°`, "degrees"),

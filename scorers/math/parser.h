@@ -1,6 +1,6 @@
-// From an answer as a model writes it (LaTeX or plain text) to an expression tree (SPEC §2):
-// normalisation, then a hand-written Pratt parser. Bounded: input bytes, nesting depth and node
-// count are capped by `ParseLimits`, and the parser never backtracks.
+// From an answer as a model writes it (LaTeX or plain text) to an expression tree (docs/DESIGN.md
+// §2): normalisation, then a hand-written Pratt parser. Bounded: input bytes, nesting depth and
+// node count are capped by `ParseLimits`, and the parser never backtracks.
 //
 //   Budget budget;
 //   absl::StatusOr<Expr> e = ParseAnswer("\\dfrac{1}{2}\\pi", ParseLimits{}, budget);

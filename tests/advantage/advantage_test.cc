@@ -1,11 +1,11 @@
 // Tests of advantage/advantage.h: the zero-variance clamp of the incident, every estimator against
 // a long-double reference, outcomes, errors, and the CPU backend.
 //
-// Tolerances. SPEC §4 holds values to 1e-12 relative. Against exact arithmetic that is honest only
-// relative to the scale of the data: a double computation of μ is off by about eps·max|r| however
-// it is done (that is the rounding of μ itself), and (r - μ)/σ magnifies that by 1/σ. An advantage
-// near 0 (r ≈ μ), or a group such as 1e6 + noise, cannot be relative-accurate in double. So a value
-// x with reference `ref` must satisfy
+// Tolerances. docs/DESIGN.md §4 holds values to 1e-12 relative. Against exact arithmetic that is
+// honest only relative to the scale of the data: a double computation of μ is off by about
+// eps·max|r| however it is done (that is the rounding of μ itself), and (r - μ)/σ magnifies that by
+// 1/σ. An advantage near 0 (r ≈ μ), or a group such as 1e6 + noise, cannot be relative-accurate in
+// double. So a value x with reference `ref` must satisfy
 //
 //   |x - ref| <= 1e-12 · (|ref| + scale)
 //
@@ -98,7 +98,7 @@ absl::StatusOr<Result> ComputeCase(const Case& c, const Options& o = Options{}) 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Long-double reference, written from SPEC §4 independently of advantage.cc.
+// Long-double reference, written from docs/DESIGN.md §4 independently of advantage.cc.
 
 struct RefGroup {
   uint32_t n = 0;           // scorable entries
@@ -148,7 +148,8 @@ Reference MakeReference(const Case& c, const Options& o) {
     }
     ref.n += g.n;
     ref.max_abs = std::max(ref.max_abs, g.max_abs);
-    // SPEC §4: the cause of a zero-variance group names the common outcome when there is one.
+    // docs/DESIGN.md §4: the cause of a zero-variance group names the common outcome when there is
+    // one.
     if (g.n == 0) {
       g.cause = ZeroVarianceCause::kAllUnscorable;
     } else if (g.n == 1) {
@@ -189,7 +190,8 @@ Reference MakeReference(const Case& c, const Options& o) {
   return ref;
 }
 
-// The advantage of entry i by the formula of SPEC §4, and the scale of its rounding error.
+// The advantage of entry i by the formula of docs/DESIGN.md §4, and the scale of its rounding
+// error.
 struct RefValue {
   long double value = 0;
   long double scale = 0;
@@ -556,7 +558,7 @@ TEST(Advantage, RlooIsRewardMinusMeanOfOthers) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Estimator options (SPEC §4).
+// Estimator options (docs/DESIGN.md §4).
 
 TEST(Advantage, PopulationDeviationScalesBySqrtNOverNMinusOne) {
   std::mt19937_64 gen(5);
@@ -1019,7 +1021,7 @@ TEST(Advantage, EmptyBatchIsOkWithZeroedSummary) {
 }
 
 // An OK result carries only finite numbers: nothing may reach the trainer as NaN or ±Inf
-// (SPEC: advantages "can never blow up"; "nothing is coerced silently").
+// (docs/DESIGN.md §4: a NaN or infinite reward is refused, nothing is coerced).
 void ExpectAllFinite(const Result& res, const std::string& what) {
   for (size_t i = 0; i < res.advantages.size(); ++i) {
     EXPECT_TRUE(std::isfinite(res.advantages[i]))
@@ -1070,8 +1072,8 @@ TEST(Advantage, ZeroThresholdNeverDividesByZero) {
 TEST(Advantage, ZeroThresholdTinySpreadsStayAccurate) {
   // With τ = 0 a group whose σ is tiny but normal is normalised. Σ(r - μ)² would fall into the
   // subnormal range and keep only a few significant bits; the library rescales the deviations, so
-  // the advantages still match the long-double reference. For {1e-160, 2e-160} that reference is exactly ∓1/√2, which is
-  // also the largest magnitude a standardised score of a pair can have.
+  // the advantages still match the long-double reference. For {1e-160, 2e-160} that reference is
+  // exactly ∓1/√2, which is also the largest magnitude a standardised score of a pair can have.
   struct Row {
     const char* name;
     std::vector<double> rewards;

@@ -234,7 +234,7 @@ class FaultTest(unittest.TestCase):
         channel = server.channel()
         stub = grpc_stubs.ScoringServiceStub(channel)
         before = status_kib(server.proc.pid, "VmRSS")
-        # ~100 KB each. The monitor watches the reasoning span (after <think>, SPEC §1): the loop
+        # ~100 KB each. The monitor watches the whole generation (docs/REPETITION.md): the loop
         # fires early, the clean text never does.
         loop = "<think>" + "Wait, let me double check the sum once more... " * 2000
         clean = " ".join("w%05d" % i for i in range(16000))  # ~100 KB, never loops

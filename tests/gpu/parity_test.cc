@@ -1,7 +1,7 @@
 // Parity of the CUDA module (gpu/module_abi.h) with the CPU reference (advantage/reference.h) on
-// random and adversarial batches. SPEC §4 asks for identical zero-variance decisions and values
-// within 1e-12 relative; the canonical order promises more, bit-identical values, and this test
-// holds the module to that (a one-ulp difference means a changed summation order or a fused
+// random and adversarial batches. docs/DESIGN.md §4 asks for identical zero-variance decisions and
+// values within 1e-12 relative; the canonical order promises more, bit-identical values, and this
+// test holds the module to that (a one-ulp difference means a changed summation order or a fused
 // multiply-add, which is a bug). The table also shows the largest relative difference.
 //
 //   gpu_parity_test            every case, 10^3 … 10^8 rewards (a GPU machine, about a minute)
@@ -41,7 +41,8 @@ struct Case {
   Options options;
 };
 
-// Rewards shaped like SPEC §1 totals: accuracy 0/1, format 0.1, a continuous length penalty.
+// Rewards shaped like docs/DESIGN.md §1 totals: accuracy 0/1, format 0.1, a continuous length
+// penalty.
 double TypicalReward(std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   const double accuracy = u(rng) < 0.4 ? 1.0 : 0.0;

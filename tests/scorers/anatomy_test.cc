@@ -1,8 +1,8 @@
-// Tests of scorers/anatomy.h: the structure rules of SPEC §1, every look-alike tag the scanner
-// must flag and the ordinary text it must not, exact byte offsets, the incident's <think> loops,
-// inputs of megabytes that a backtracking scanner would choke on, and a seeded property loop
+// Tests of scorers/anatomy.h: the structure rules of docs/DESIGN.md §1, every look-alike tag the
+// scanner must flag and the ordinary text it must not, exact byte offsets, the incident's <think>
+// loops, inputs of megabytes that a backtracking scanner would choke on, and a seeded property loop
 // against a brute-force reference (exact tags by string comparison, look-alikes by std::regex,
-// well-formedness from the SPEC's wording rather than from per-rule diagnostics).
+// well-formedness from docs/DESIGN.md §1's wording rather than from per-rule diagnostics).
 #include "scorers/anatomy.h"
 
 #include <algorithm>
@@ -697,7 +697,7 @@ bool AllSpace(std::string_view s) {
   return s.find_first_not_of(" \t\n\r\f\v") == std::string_view::npos;
 }
 
-// Well-formedness as SPEC §1 words it, without reference to the individual diagnostics.
+// Well-formedness as docs/DESIGN.md §1 words it, without reference to the individual diagnostics.
 bool ReferenceWellFormed(const std::string& text, const TagPolicy& policy, size_t look_alikes) {
   if (look_alikes != 0) return false;
   std::vector<size_t> opens, closes, answer_opens, answer_closes;

@@ -1,4 +1,4 @@
-// Tests of scorers/format.h: the accuracy gate of SPEC §1 as a full truth table, and the
+// Tests of scorers/format.h: the accuracy gate of docs/DESIGN.md §1 as a full truth table, and the
 // incident's exploit (perfect tags around an endless reflection loop and a wrong answer), which
 // must earn nothing.
 #include "scorers/format.h"

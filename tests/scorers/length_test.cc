@@ -1,5 +1,5 @@
-// Tests of scorers/length.h: the goldens of SPEC §1 for every shape, monotonicity and bounds over
-// every power of two, and the degenerate options that must not produce NaN.
+// Tests of scorers/length.h: the goldens of docs/DESIGN.md §1 for every shape, monotonicity and
+// bounds over every power of two, and the degenerate options that must not produce NaN.
 #include "scorers/length.h"
 
 #include <cmath>

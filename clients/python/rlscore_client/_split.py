@@ -28,7 +28,7 @@ from rlscore.v1 import advantage_pb2, scoring_pb2
 
 from .errors import RlscoreError
 
-# Verdicts that leave a completion out of its group's statistics (SPEC §1).
+# Verdicts that leave a completion out of its group's statistics (docs/DESIGN.md §1).
 UNSCORABLE_VERDICTS = frozenset(
     {scoring_pb2.VERDICT_UNPARSEABLE_REFERENCE, scoring_pb2.VERDICT_BUDGET_EXCEEDED})
 

@@ -613,8 +613,8 @@ TEST(BigRational, Pow) {
   EXPECT_TRUE(budget.exceeded);
 }
 
-// The classic trap (SPEC §2): 1/2004! and 1/2006! are both ~0 as doubles but differ exactly,
-// by a factor of 2005 * 2006. 2006! has 19119 bits: inside the default budget.
+// The classic trap (docs/DESIGN.md §2): 1/2004! and 1/2006! are both ~0 as doubles but differ
+// exactly, by a factor of 2005 * 2006. 2006! has 19119 bits: inside the default budget.
 TEST(BigRational, ReciprocalsOfNeighbouringFactorialsDiffer) {
   Budget budget;
   const std::optional<BigInt> f2004 = BigInt::Factorial(2004, budget);
