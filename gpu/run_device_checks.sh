@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The prepared GPU check of the CUDA batch path (issue 6), for a short device window.
+# The prepared GPU check of the CUDA batch path (docs/GPU.md), for a short device window.
 #
 #   gpu/run_device_checks.sh [OUT_DIR]          (default: $OUT, else /tmp/rlscore-gpu-checks)
 #

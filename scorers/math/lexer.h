@@ -1,4 +1,4 @@
-// The normalising lexer of the answer parser (docs/DESIGN.md §2, issue 4 item 2): one linear pass
+// The normalising lexer of the answer parser (docs/DESIGN.md §2, docs/VERIFIER.md): one linear pass
 // from an answer as a model writes it (LaTeX, plain text, Unicode) to tokens, with the
 // normalisation that does not need a tree done on the way:
 //

@@ -1,4 +1,4 @@
-// The repetition corpora of issue 5, scored through the whole reward (n-gram and AST rules with
+// The repetition corpora (docs/REPETITION.md "Corpora"), scored through the whole reward (n-gram and AST rules with
 // the default profile):
 //   corpus/clean/    realistic long solutions — prose, LaTeX, lists, tables, code in the parsed
 //                    languages and others — that must fire nothing;
@@ -87,7 +87,7 @@ std::string_view RuleName(RepetitionDetector d) {
 
 TEST(AstCorpus, CleanSolutionsFireNothing) {
   const auto files = Files("clean");
-  ASSERT_GE(files.size(), 30u) << "issue 5 asks for at least 30 false-positive cases";
+  ASSERT_GE(files.size(), 30u) << "the clean corpus holds at least 30 false-positive cases";
   int parsed = 0;
   for (const auto& [name, text] : files) {
     SCOPED_TRACE(name);

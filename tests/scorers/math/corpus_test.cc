@@ -46,7 +46,7 @@ namespace {
 
 using std::string_view;
 
-// The corpus must hold at least this many cases (issue 4 asks for 400).
+// The corpus must hold at least this many cases: every category needs room for true and false.
 constexpr size_t kMinCases = 400;
 
 struct CorpusCase {
@@ -179,7 +179,7 @@ absl::StatusOr<std::vector<CorpusCase>> ParseCorpus(string_view text) {
   return cases;
 }
 
-// The corpus-level rules of issue 4: enough cases, and every category with both a true and a
+// The corpus-level rules: enough cases, and every category with both a true and a
 // false case.
 absl::Status ValidateCorpus(const std::vector<CorpusCase>& cases, size_t min_cases) {
   if (cases.size() < min_cases) {
