@@ -10,7 +10,7 @@
 //      groups are uniform — the alternative the design considered;
 //   2. the whole module call (host -> device -> host) vs the CPU reference, per batch size: where
 //      the GPU starts to pay (the server's --gpu-min-rewards);
-// and, with --data-dir, writes the 10^8-reward batch as raw doubles for gpu/torch_grpo_bench.py.
+// and, with --data-dir, writes the 10^8-reward batch as raw doubles for bench/torch_grpo_bench.py.
 //
 // Needs only the C++ standard library and CUDA (+ cuBLAS): a plain main(), not Google Benchmark,
 // because GPU machines may lack Debian's libraries. Times are medians of repetitions with CUDA

@@ -5,11 +5,11 @@
 // CUDA libraries or a GPU.
 //
 //   absl::StatusOr<std::unique_ptr<advantage::Backend>> cuda =
-//   LoadCudaBackend(DefaultModulePath()); if (!cuda.ok()) LogWarning(cuda.status());          //
-//   --gpu=auto: serve from the CPU DispatchingBackend backend(advantage::NewCpuBackend(),
-//   std::move(*cuda),
+//       LoadCudaBackend(DefaultModulePath());
+//   if (!cuda.ok()) LogWarning(cuda.status());  // --gpu=auto: serve from the CPU
+//   DispatchingBackend backend(advantage::NewCpuBackend(), std::move(*cuda),
 //                              {.min_rewards = 65536, .on_fallback = ...});
-//   backend.Compute(batch, options, ...);               // "cuda" for large batches, else "cpu"
+//   backend.Compute(batch, options, ...);  // "cuda" for large batches, else "cpu"
 #pragma once
 
 #include <cstdint>

@@ -47,7 +47,7 @@ torch_rc=skipped
 if python3 -c 'import torch; assert torch.cuda.is_available()' > /dev/null 2>&1 &&
    [ -f "$data/rewards_1e8.f64" ]; then
   step "pytorch"
-  timeout 120 python3 gpu/torch_grpo_bench.py "$data/rewards_1e8.f64" 16 > "$out/torch.txt" 2>&1
+  timeout 120 python3 bench/torch_grpo_bench.py "$data/rewards_1e8.f64" 16 > "$out/torch.txt" 2>&1
   torch_rc=$?
   cat "$out/torch.txt"
 fi

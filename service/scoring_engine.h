@@ -1,6 +1,10 @@
 // ScoreGroups and Score without gRPC: request in, response out, on the worker pool. The handlers
 // in scoring_service.cc only add deadlines, metrics and the gRPC status.
 //
+// Thread-safe: any number of calls may run at once on one context, as the server's handlers do;
+// the collaborators it borrows (profiles, scorer, backend, pool, metrics, telemetry) are each
+// thread-safe, and a call writes only its own response.
+//
 //   ScoringContext context{&limits, &profiles, accuracy.get(), backend.get(), &pool, &metrics};
 //   absl::Status s = RunScoreGroups(context, request, &response);
 #pragma once

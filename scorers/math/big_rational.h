@@ -1,11 +1,11 @@
-// Exact arithmetic for answer verification (docs/DESIGN.md §2: "exact rationals where both sides
-// are rational, big integers where needed"): arbitrary-precision integers and normalised rationals.
+// Exact arithmetic for answer verification (docs/DESIGN.md §2: both sides rational means an exact
+// comparison): arbitrary-precision integers and normalised rationals.
 //
-//   BigRational a = BigRational::FromDecimal("0.125").value();   // 1/8
+//   BigRational a = BigRational::FromDecimal("0.125").value();  // 1/8
 //   BigRational b = BigRational(1, 8);
-//   a == b;                                                        // true
-//   BigRational c = a * b +
-//   BigRational(BigInt::FromString("123456789012345678901234567890").value());
+//   a == b;                                                       // true
+//   BigInt big = BigInt::FromString("123456789012345678901234567890").value();
+//   BigRational c = a * b + BigRational(big);
 //
 // Every operation that can grow without bound (multiplication, powers, factorials) takes a
 // `Budget` and fails with kBudgetExceeded instead of allocating without limit: a completion that

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """PyTorch's vectorised GRPO advantage on the same rewards as bench/gpu_advantage_bench.cu.
 
-    python3 gpu/torch_grpo_bench.py REWARDS.f64 [GROUP_SIZE]
+    python3 bench/torch_grpo_bench.py REWARDS.f64 [GROUP_SIZE]
 
 REWARDS.f64 holds raw little-endian doubles (the benchmark writes them with --data-dir). This is
 what trainers do today (TRL, verl): reshape to (groups, G), mean and std per row, then
