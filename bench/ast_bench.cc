@@ -9,6 +9,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -281,14 +282,31 @@ BENCHMARK(BM_AstParsed)
     ->ArgsProduct({{3000, 16000}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
 
-// The detector alone, default options, on every input of ast_repetition_fuzz's kept corpus
-// (fuzz/corpus/ast_repetition_fuzz: mutated completions, mostly broken code and prose in fences,
-// the text whose parse is error recovery), all of them once per iteration. The fuzz target's
-// first byte picks options; here it is dropped.
+// Where the fuzz campaigns keep ast_repetition_fuzz's corpus (scripts/fuzz.sh): outside the
+// repository, $RLSCORE_FUZZ_CORPUS or ~/.cache/rlscore/fuzz-corpus.
+std::string AstFuzzCorpus() {
+  if (const char* dir = std::getenv("RLSCORE_FUZZ_CORPUS"); dir != nullptr && *dir != '\0') {
+    return absl::StrCat(dir, "/ast_repetition_fuzz");
+  }
+  const char* home = std::getenv("HOME");
+  return absl::StrCat(home != nullptr ? home : "",
+                      "/.cache/rlscore/fuzz-corpus/ast_repetition_fuzz");
+}
+
+// The detector alone, default options, on every input of ast_repetition_fuzz's campaign corpus
+// (mutated completions, mostly broken code and prose in fences, the text whose parse is error
+// recovery), all of them once per iteration. The fuzz target's first byte picks options; here it
+// is dropped. Skipped where no campaign has run.
 void BM_AstFuzzCorpus(benchmark::State& state) {
   std::vector<std::string> texts;
   int64_t bytes = 0;
-  for (const auto& e : std::filesystem::directory_iterator(RLSCORE_AST_FUZZ_CORPUS)) {
+  const std::string corpus = AstFuzzCorpus();
+  std::error_code error;
+  if (!std::filesystem::is_directory(corpus, error)) {
+    state.SkipWithError(absl::StrCat("no fuzz corpus at ", corpus).c_str());
+    return;
+  }
+  for (const auto& e : std::filesystem::directory_iterator(corpus)) {
     std::ifstream in(e.path(), std::ios::binary);
     std::stringstream s;
     s << in.rdbuf();
@@ -296,7 +314,10 @@ void BM_AstFuzzCorpus(benchmark::State& state) {
     texts.push_back(s.str().substr(1));
     bytes += static_cast<int64_t>(texts.back().size());
   }
-  if (texts.empty()) state.SkipWithError("no corpus at " RLSCORE_AST_FUZZ_CORPUS);
+  if (texts.empty()) {
+    state.SkipWithError(absl::StrCat("an empty fuzz corpus at ", corpus).c_str());
+    return;
+  }
   const scorers::ast::AstOptions options;
   uint64_t parsed = 0;
   for (auto _ : state) {

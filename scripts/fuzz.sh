@@ -5,18 +5,21 @@
 #                   [--save] [TARGET...]
 #       A campaign: builds build-asan (clang, ASan+UBSan, RLSCORE_FUZZ=ON; --no-build uses it as it
 #       is), then runs each target (all by default) for N executions (default 10,000,000) or S
-#       seconds, P at a time, from the seeds and the kept corpus fuzz/corpus/<target>/, keeping
+#       seconds, P at a time, from the seeds and the kept corpus KEPT/<target>/, keeping
 #       what it finds in build-asan/fuzz/corpus/<target>/; prints a table of executions, time and
 #       coverage. --jobs J runs each target as J processes that share that corpus (libFuzzer
 #       reloads it, so each goes on from what the others found), N/J executions or S seconds each;
 #       the row sums their executions (a slow target on J spare cores). Logs:
 #       build-asan/fuzz/logs/<target>.log (with --jobs: .log.1 to .log.J). --save then merges
-#       what the campaign found into fuzz/corpus/<target>/ (only inputs that add edges; commit
-#       them, so the next campaign, and ctest's short runs, start where this one ended) and
-#       empties build-asan/fuzz/corpus/<target>/.
+#       what the campaign found into KEPT/<target>/ (only inputs that add edges, so the next
+#       campaign starts where this one ended) and empties build-asan/fuzz/corpus/<target>/.
+#       KEPT is $RLSCORE_FUZZ_CORPUS, else ~/.cache/rlscore/fuzz-corpus: campaign corpora are
+#       machine-grown and live outside the repository (tens of thousands of files); what the
+#       repository keeps is the seeds (fuzz/make_seeds.py, from the tests) and the minimised
+#       regressions (fuzz/regressions/<target>/).
 #   scripts/fuzz.sh --binary PATH --seeds DIR [--seeds DIR...] (--runs N | --seconds S)
-#       One target (what ctest's fuzz.<target> tests run): replays fuzz/regressions/<target>/,
-#       then fuzzes from the seeds into a scratch corpus.
+#       One target (what ctest's fuzz.<target> tests run, from the seeds alone): replays
+#       fuzz/regressions/<target>/, then fuzzes from the seeds into a scratch corpus.
 # A crash, leak, timeout (T seconds of wall time for one input, default 10: raise it for a campaign
 # that runs niced beside other work) or out-of-memory (2 GiB) fails the run and leaves the
 # input in build-asan/fuzz/artifacts/; reproduce with `PATH_TO_TARGET ARTIFACT`. Fixed findings go
@@ -24,6 +27,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
+kept_root=${RLSCORE_FUZZ_CORPUS:-$HOME/.cache/rlscore/fuzz-corpus}
 
 runs="" seconds="" parallel=1 fuzz_jobs=1 binary="" corpus="" build=1 timeout=10 save=0
 targets=() seeds=()
@@ -136,19 +140,19 @@ run_one() {
   fi
 }
 
-# Merges a campaign's corpus into the kept one, fuzz/corpus/<target>/: only inputs that reach
-# edges the kept corpus does not. Edges, not hit counts (-use_counters=0): counted features kept
-# 4,507 inputs (17 MB) of one ast_repetition_fuzz campaign where edges alone keep 1,311 (3.3 MB),
-# the same 7,097 edges, and ctest's short runs must load the kept corpus first.
+# Merges a campaign's corpus into the kept one, KEPT/<target>/: only inputs that reach edges the
+# kept corpus does not. Edges, not hit counts (-use_counters=0): counted features kept 4,507
+# inputs (17 MB) of one ast_repetition_fuzz campaign where edges alone keep 1,311 (3.3 MB), the
+# same 7,097 edges, and every campaign loads the kept corpus first.
 save_one() {
   local name=$1
-  local kept=$root/fuzz/corpus/$name
+  local kept=$kept_root/$name
   mkdir -p "$kept"
   local before; before=$(ls "$kept" | wc -l)
   build-asan/fuzz/"$name" -merge=1 -use_counters=0 -timeout="$timeout" -rss_limit_mb=2048 "$kept" \
     build-asan/fuzz/corpus/"$name" > build-asan/fuzz/logs/"$name".merge.log 2>&1 || {
     tail -20 build-asan/fuzz/logs/"$name".merge.log; echo "$name: merge FAILED" >&2; return 1; }
-  echo "$name: fuzz/corpus/$name/ $before -> $(ls "$kept" | wc -l) inputs"
+  echo "$name: $kept/ $before -> $(ls "$kept" | wc -l) inputs"
   # Every edge the campaign reached is kept now, so the next campaign starts from the kept corpus
   # alone. Left to grow, the scratch corpus held 28,548 inputs by the twelfth ast_repetition_fuzz
   # campaign: each job spent its first minutes running them again, and a job slows as the corpus
@@ -172,13 +176,13 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 mkdir -p build-asan/fuzz/logs build-asan/fuzz/corpus
 export -f run_one
-export root timeout fuzz_jobs asan_options
+export root timeout fuzz_jobs asan_options kept_root
 per_job=""; [ "$fuzz_jobs" = 1 ] || per_job=" in each of $fuzz_jobs jobs"
 echo "fuzzing ${targets[*]} (${limit[*]}$per_job), $parallel at a time"
 status=0
 printf '%s\n' "${targets[@]}" | xargs -P "$parallel" -I{} bash -c \
   "$(declare -p limit); run_one build-asan/fuzz/{} build-asan/fuzz/corpus/{} \
-   build-asan/fuzz/logs/{}.log build-asan/fuzz/seeds/{} fuzz/corpus/{}" || status=$?
+   build-asan/fuzz/logs/{}.log build-asan/fuzz/seeds/{} \"\$kept_root\"/{}" || status=$?
 if [ "$save" = 1 ]; then
   for name in "${targets[@]}"; do save_one "$name" || status=1; done
 fi
