@@ -96,15 +96,19 @@ NgramStream::Slot& NgramStream::Add(size_t start, uint64_t hash) {
   }
 }
 
-uint32_t NgramStream::Recurring(bool recurs) {
+void NgramStream::Recurring(bool recurs) {
   const size_t window = recent_.size();
-  uint8_t& slot = recent_[positions_ % window];
-  recurring_ -= slot;  // the position leaving the window (0 while it fills)
+  uint8_t& slot = recent_[ring_];
+  if (++ring_ == window) ring_ = 0;  // not `positions_ % window`: a division per token
+  recurring_ -= slot;                // the position leaving the window (0 while it fills)
   slot = recurs ? 1 : 0;
   recurring_ += slot;
   ++positions_;
+}
+
+uint32_t NgramStream::RecurringPercent() const {
   // Integer percent, rounded down: the same on every machine.
-  return static_cast<uint32_t>(recurring_ * 100 / std::min(positions_, window));
+  return static_cast<uint32_t>(recurring_ * 100 / std::min(positions_, recent_.size()));
 }
 
 bool NgramStream::Fire(size_t token_offset, size_t first, uint32_t occurrences) {
@@ -141,8 +145,10 @@ bool NgramStream::Push(uint64_t token, bool number) {
   const bool recurs = slot.count > 0 && start - slot.last <= options_.recurrence_distance;
   ++slot.count;
   slot.last = static_cast<uint32_t>(start);
-  const uint32_t percent = loop ? Recurring(recurs) : 0;
+  if (loop) Recurring(recurs);
   if (slot.count <= options_.max_occurrences) return false;
+  // The share is divided out only for an n-gram past its threshold, not for every token.
+  const uint32_t percent = loop ? RecurringPercent() : 0;
   if (loop && percent < options_.min_recurring_percent) return false;
   report_.recurring_percent = percent;
   return Fire(start, slot.first, slot.count);
@@ -182,7 +188,18 @@ std::string DescribeNgramFiring(const NgramReport& report, const NgramOptions& o
   return text;
 }
 
+// Whether the first `bytes` bytes of a chunk are ASCII digits. The number flag is read from the
+// chunks as they are flushed and at the word's end, not byte by byte: tracking it per byte cost
+// the whole of scoring a 3k-token completion 40 % (scoring_bench).
+static bool AllDigits(uint64_t chunk, unsigned bytes) {
+  for (unsigned i = 0; i < bytes; ++i) {
+    if (static_cast<unsigned char>((chunk >> (8 * i)) & 0xFF) - unsigned{'0'} >= 10) return false;
+  }
+  return true;
+}
+
 void WordSplitter::Flush() {
+  digits_ = digits_ && AllDigits(chunk_, 8);
   hash_ = Mix(hash_ ^ chunk_);
   chunk_ = 0;
   shift_ = 0;
@@ -191,7 +208,8 @@ void WordSplitter::Flush() {
 Word WordSplitter::End(size_t end) {
   in_word_ = false;
   // Word bytes are never 0, so zero padding cannot make two words equal; the length is mixed in.
-  return Word{Mix(hash_ ^ chunk_ ^ (static_cast<uint64_t>(end - begin_) << 56)), begin_, digits_};
+  const bool number = digits_ && AllDigits(chunk_, shift_ / 8);
+  return Word{Mix(hash_ ^ chunk_ ^ (static_cast<uint64_t>(end - begin_) << 56)), begin_, number};
 }
 
 WordSplitter::CharClass WordSplitter::Classify(uint32_t c) {

@@ -126,9 +126,10 @@ class NgramStream {
   Slot& Add(size_t start, uint64_t hash);
   void Grow(size_t capacity);
   bool SameWindow(size_t a, size_t b) const;
-  // The loop rule's window: records whether the position just added recurs, and returns the
-  // share of the window that does, in percent.
-  uint32_t Recurring(bool recurs);
+  // The loop rule's window: records whether the position just added recurs.
+  void Recurring(bool recurs);
+  // The share of the window's positions that recur, in percent.
+  uint32_t RecurringPercent() const;
   bool Fire(size_t token_offset, size_t first, uint32_t occurrences);
 
   NgramOptions options_;
@@ -139,6 +140,7 @@ class NgramStream {
   size_t distinct_ = 0;
   // Loop rule: whether each of the last `window` positions recurs (a ring), and how many do.
   std::vector<uint8_t> recent_;
+  size_t ring_ = 0;  // where the next position goes in recent_
   size_t positions_ = 0;
   size_t recurring_ = 0;
   size_t number_run_ = 0;
@@ -173,22 +175,37 @@ class WordSplitter {
 
   template <typename OnWord>
   void Feed(std::string_view piece, OnWord&& on_word) {
-    for (const char ch : piece) {
-      const auto c = static_cast<unsigned char>(ch);
-      if (held_ != 0) [[unlikely]] {
-        if ((c & 0xC0) == 0x80) {
-          sequence_[held_++] = c;
-          ++offset_;
-          if (held_ == 3) Resolve(on_word);
-          continue;
-        }
+    const size_t n = piece.size();
+    size_t i = 0;
+    // A character the previous piece ended inside: complete it, or give up on it.
+    while (held_ != 0 && i < n) {
+      const auto c = static_cast<unsigned char>(piece[i]);
+      if ((c & 0xC0) != 0x80) {
         HeldAsWordBytes();  // a broken sequence: its bytes stay word bytes
+        break;
       }
+      sequence_[held_++] = c;
+      ++offset_;
+      ++i;
+      if (held_ == 3) Resolve(on_word);
+    }
+    for (; i < n; ++i) {
+      const auto c = static_cast<unsigned char>(piece[i]);
       if (c >= 0xE0 && c <= 0xEF) [[unlikely]] {  // the lead byte of a three-byte character
         sequence_[0] = c;
         held_ = 1;
         sequence_offset_ = offset_++;
-        continue;
+        while (held_ < 3 && i + 1 < n &&
+               (static_cast<unsigned char>(piece[i + 1]) & 0xC0) == 0x80) {
+          sequence_[held_++] = static_cast<unsigned char>(piece[++i]);
+          ++offset_;
+        }
+        if (held_ == 3) {
+          Resolve(on_word);
+        } else if (i + 1 < n) {
+          HeldAsWordBytes();  // broken; the byte after it is read as usual
+        }
+        continue;  // else held until the next piece
       }
       const unsigned char folded = Fold(c);
       if (folded == 0) {
@@ -265,7 +282,6 @@ class WordSplitter {
     shift_ = 0;
   }
   void Add(unsigned char folded) {
-    digits_ = digits_ && folded >= '0' && folded <= '9';
     chunk_ |= static_cast<uint64_t>(folded) << shift_;
     shift_ += 8;
     if (shift_ == 64) Flush();
@@ -276,7 +292,7 @@ class WordSplitter {
 
   size_t offset_;
   bool in_word_ = false;
-  bool digits_ = false;
+  bool digits_ = false;  // every byte of the word's flushed chunks is a digit
   size_t begin_ = 0;
   uint64_t hash_ = 0;
   uint64_t chunk_ = 0;
