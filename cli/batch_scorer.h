@@ -13,8 +13,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "engine/config.h"
 #include "rlscore/v1/scoring.pb.h"
-#include "service/config.h"
 
 namespace rlscore::cli {
 
@@ -32,7 +32,7 @@ class BatchScorer {
 
 // Scores with `options`' profiles and limits on `options.scoring_threads` threads (0: one per
 // core), as a server started with the same options would.
-absl::StatusOr<std::unique_ptr<BatchScorer>> NewLocalScorer(const service::ServerOptions& options);
+absl::StatusOr<std::unique_ptr<BatchScorer>> NewLocalScorer(const engine::ServerOptions& options);
 
 // Calls the Score RPC of the server at `address` (host:port or unix:/path), each call with
 // `timeout`. UNAVAILABLE when no connection is made within min(timeout, 10 s).

@@ -4,16 +4,16 @@
 #include "absl/strings/str_cat.h"
 #include "advantage/advantage.h"
 #include "cli/batch_scorer.h"
+#include "engine/scoring_engine.h"
+#include "engine/worker_pool.h"
 #include "scorers/math/verifier.h"
-#include "service/scoring_engine.h"
-#include "service/worker_pool.h"
 
 namespace rlscore::cli {
 namespace {
 
 class LocalScorer final : public BatchScorer {
  public:
-  explicit LocalScorer(const service::ServerOptions& options)
+  explicit LocalScorer(const engine::ServerOptions& options)
       : options_(options),
         accuracy_(scorers::math::NewAccuracyScorer()),
         backend_(advantage::NewCpuBackend()),
@@ -31,7 +31,7 @@ class LocalScorer final : public BatchScorer {
 
   absl::Status Score(const v1::ScoreRequest& request, v1::ScoreResponse* response) override {
     response->Clear();
-    return service::RunScore(context_, request, response);
+    return engine::RunScore(context_, request, response);
   }
 
   std::string Describe() const override {
@@ -39,16 +39,16 @@ class LocalScorer final : public BatchScorer {
   }
 
  private:
-  const service::ServerOptions options_;
+  const engine::ServerOptions options_;
   const std::unique_ptr<scorers::AccuracyScorer> accuracy_;
   const std::unique_ptr<advantage::Backend> backend_;
-  service::WorkerPool pool_;
-  const service::ScoringContext context_;
+  engine::WorkerPool pool_;
+  const engine::ScoringContext context_;
 };
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<BatchScorer>> NewLocalScorer(const service::ServerOptions& options) {
+absl::StatusOr<std::unique_ptr<BatchScorer>> NewLocalScorer(const engine::ServerOptions& options) {
   return std::make_unique<LocalScorer>(options);
 }
 

@@ -7,8 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/batch_scorer.h"
+#include "engine/admission.h"
 #include "rlscore/v1/scoring_service.grpc.pb.h"
-#include "service/admission.h"
+#include "service/grpc_status.h"
 
 namespace rlscore::cli {
 namespace {
@@ -33,14 +34,14 @@ absl::Duration BackoffDelay(int retry) {
 }
 
 // UNAVAILABLE (a restart, a server draining), or a busy server's refusal: RESOURCE_EXHAUSTED with
-// the trailer that marks it retryable (service/admission.h). A limit the request itself exceeds
+// the trailer that marks it retryable (engine/admission.h). A limit the request itself exceeds
 // is final.
 bool Retryable(const grpc::Status& status, const grpc::ClientContext& context) {
   if (status.error_code() == grpc::StatusCode::UNAVAILABLE) return true;
   if (status.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) return false;
   const auto& trailers = context.GetServerTrailingMetadata();
-  return trailers.find(grpc::string_ref(service::kRetryableTrailer.data(),
-                                        service::kRetryableTrailer.size())) != trailers.end();
+  return trailers.find(grpc::string_ref(engine::kRetryableTrailer.data(),
+                                        engine::kRetryableTrailer.size())) != trailers.end();
 }
 
 class RemoteScorer final : public BatchScorer {
@@ -68,9 +69,10 @@ class RemoteScorer final : public BatchScorer {
           continue;
         }
       }
+      const absl::Status answer = service::FromGrpcStatus(status);
       return absl::Status(
-          static_cast<absl::StatusCode>(status.error_code()),
-          absl::StrCat(status.error_message(), " (server ", address_,
+          answer.code(),
+          absl::StrCat(answer.message(), " (server ", address_,
                        attempt > 1 ? absl::StrCat(", ", attempt, " attempts") : "", ")"));
     }
   }

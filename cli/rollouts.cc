@@ -9,9 +9,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/json_input.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
-#include "service/json_input.h"
 
 namespace rlscore::cli {
 namespace {
@@ -232,7 +232,7 @@ absl::StatusOr<v1::Task> ParseTask(std::string_view name) {
 }
 
 absl::StatusOr<Rollout> ParseRollout(std::string_view line, const FieldNames& names) {
-  absl::StatusOr<Json> parsed = service::ParseJsonObject(line, "column");
+  absl::StatusOr<Json> parsed = ParseJsonObject(line, "column");
   if (!parsed.ok()) return parsed.status();
   Rollout rollout;
   RLSCORE_RETURN_IF_ERROR(ReadFields(*parsed, names, &rollout));

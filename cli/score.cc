@@ -26,8 +26,8 @@
 #include "cli/report.h"
 #include "cli/rollouts.h"
 #include "common/strings.h"
-#include "service/config.h"
-#include "service/score_aggregate.h"
+#include "engine/config.h"
+#include "engine/score_aggregate.h"
 
 namespace rlscore::cli {
 namespace {
@@ -43,7 +43,7 @@ struct ScoreFlags {
   std::string progress = "auto";
   uint64_t timeout_secs = 300;
   FieldNames fields;
-  service::ServerOptions options = service::DefaultServerOptions();
+  engine::ServerOptions options = engine::DefaultServerOptions();
   bool help = false;
 };
 
@@ -248,7 +248,7 @@ class ScoreRun {
     return ok;
   }
 
-  const service::ScoreAggregator& aggregator() const { return aggregator_; }
+  const engine::ScoreAggregator& aggregator() const { return aggregator_; }
   uint64_t skipped() const { return skipped_; }
   const std::string& profile_hash() const { return profile_hash_; }
   std::vector<double>& rewards() { return rewards_; }
@@ -389,7 +389,7 @@ class ScoreRun {
   const ScoreFlags& flags_;
   BatchScorer* const scorer_;
   std::ostream* const out_;
-  service::ScoreAggregator aggregator_;
+  engine::ScoreAggregator aggregator_;
   uint64_t skipped_ = 0;
   std::string profile_hash_;
   std::vector<double> rewards_;
@@ -450,7 +450,7 @@ int RunScoreCommand(std::span<const std::string> args) {
   }
   if (status.ok()) {
     if (std::optional<std::string> path = parsed->Get("config")) {
-      status = service::ApplyConfigFile(*path, &f.options);
+      status = engine::ApplyConfigFile(*path, &f.options);
     }
   }
   const std::string_view config_flag[] = {"config"};

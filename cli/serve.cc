@@ -10,20 +10,20 @@
 #include "absl/strings/str_cat.h"
 #include "cli/flags.h"
 #include "common/log.h"
-#include "service/config.h"
+#include "engine/config.h"
 #include "service/server.h"
 
 namespace rlscore::cli {
 namespace {
 
 struct ServeFlags {
-  service::ServerOptions options = service::DefaultServerOptions();
+  engine::ServerOptions options = engine::DefaultServerOptions();
   bool print_config = false;
   bool help = false;
 };
 
 FlagSet MakeServeFlags(ServeFlags* f) {
-  service::ServerOptions& o = f->options;
+  engine::ServerOptions& o = f->options;
   FlagSet flags("rlscore serve");
   auto str = [](std::string* out) {
     return [out](std::string_view v) {
@@ -142,9 +142,9 @@ int RunServe(std::span<const std::string> args) {
   }
   // The file first, then every other flag on top of it. An error in a value the file set names
   // its line.
-  service::ConfigLocations in_file;
+  engine::ConfigLocations in_file;
   if (std::optional<std::string> path = parsed->Get("config")) {
-    absl::Status status = service::ApplyConfigFile(*path, &f.options, &in_file);
+    absl::Status status = engine::ApplyConfigFile(*path, &f.options, &in_file);
     if (!status.ok()) {
       std::cerr << "rlscore serve: " << status.message() << "\n";
       return 2;
@@ -152,7 +152,7 @@ int RunServe(std::span<const std::string> args) {
   }
   const std::string_view config_flag[] = {"config"};
   absl::Status status = parsed->ApplyAll(config_flag);
-  if (status.ok()) status = in_file.Locate(service::ValidateServerOptions(f.options), f.options);
+  if (status.ok()) status = in_file.Locate(engine::ValidateServerOptions(f.options), f.options);
   if (!status.ok()) {
     std::cerr << "rlscore serve: " << status.message() << "\n";
     return 2;
@@ -162,7 +162,7 @@ int RunServe(std::span<const std::string> args) {
     return 0;
   }
   if (f.print_config) {
-    std::cout << service::ToConfigText(f.options);
+    std::cout << engine::ToConfigText(f.options);
     return 0;
   }
 

@@ -1,4 +1,4 @@
-// The configuration and profile loader (service/config.h): any text applied over the built-in
+// The configuration and profile loader (engine/config.h): any text applied over the built-in
 // configuration either fails with a located error or yields options that, once validated, print
 // (--print-config) to a text that loads back to the same options. A refused value is located at
 // the line of its setting when the text gave it.
@@ -7,24 +7,24 @@
 #include <optional>
 #include <string>
 
+#include "engine/config.h"
 #include "fuzz/fuzz_input.h"
-#include "service/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace rlscore;
   fuzz::FuzzInput in(data, size);
   const std::string_view text = in.Rest();
 
-  service::ServerOptions options = service::DefaultServerOptions();
-  service::ConfigLocations in_text;
-  const absl::Status applied = service::ApplyConfigText(text, "fuzz.textproto", &options, &in_text);
+  engine::ServerOptions options = engine::DefaultServerOptions();
+  engine::ConfigLocations in_text;
+  const absl::Status applied = engine::ApplyConfigText(text, "fuzz.textproto", &options, &in_text);
   if (!applied.ok()) {
     RLSCORE_FUZZ_CHECK(applied.message().find("fuzz.textproto") != std::string_view::npos);
     return 0;
   }
-  const absl::Status valid = service::ValidateServerOptions(options);
+  const absl::Status valid = engine::ValidateServerOptions(options);
   if (!valid.ok()) {
-    const std::optional<std::string> setting = service::SettingOf(valid);
+    const std::optional<std::string> setting = engine::SettingOf(valid);
     RLSCORE_FUZZ_CHECK(setting.has_value() && !setting->empty());
     const absl::Status located = in_text.Locate(valid, options);
     RLSCORE_FUZZ_CHECK(located.code() == valid.code());
@@ -34,10 +34,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
 
-  const std::string printed = service::ToConfigText(options);
-  service::ServerOptions again = service::DefaultServerOptions();
-  RLSCORE_FUZZ_CHECK(service::ApplyConfigText(printed, "printed", &again).ok());
-  RLSCORE_FUZZ_CHECK(service::ValidateServerOptions(again).ok());
-  RLSCORE_FUZZ_CHECK(service::ToConfigText(again) == printed);
+  const std::string printed = engine::ToConfigText(options);
+  engine::ServerOptions again = engine::DefaultServerOptions();
+  RLSCORE_FUZZ_CHECK(engine::ApplyConfigText(printed, "printed", &again).ok());
+  RLSCORE_FUZZ_CHECK(engine::ValidateServerOptions(again).ok());
+  RLSCORE_FUZZ_CHECK(engine::ToConfigText(again) == printed);
   return 0;
 }

@@ -1,4 +1,4 @@
-// The JSON front doors: OpenRLHF and slime request bodies (service/http_rewards.h) and a rollout
+// The JSON front doors: OpenRLHF and slime request bodies (http/rewards.h) and a rollout
 // line of `rlscore score` (cli/rollouts.h). Any bytes are either refused with an error that names
 // what was wrong or mapped to a request the scorer accepts the shape of.
 #include <cstddef>
@@ -6,7 +6,7 @@
 
 #include "cli/rollouts.h"
 #include "fuzz/fuzz_input.h"
-#include "service/http_rewards.h"
+#include "http/rewards.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace rlscore;
@@ -14,8 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body = in.Rest();
 
   uint64_t not_found = 0;
-  const absl::StatusOr<v1::ScoreGroupsRequest> openrlhf =
-      service::OpenRlhfToRequest(body, &not_found);
+  const absl::StatusOr<v1::ScoreGroupsRequest> openrlhf = http::OpenRlhfToRequest(body, &not_found);
   if (openrlhf.ok()) {
     int completions = 0;
     for (const v1::Group& group : openrlhf->groups()) {
@@ -27,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     RLSCORE_FUZZ_CHECK(!openrlhf.status().message().empty());
   }
 
-  const absl::StatusOr<v1::ScoreGroupsRequest> slime = service::SlimeToRequest(body);
+  const absl::StatusOr<v1::ScoreGroupsRequest> slime = http::SlimeToRequest(body);
   if (slime.ok()) {
     RLSCORE_FUZZ_CHECK(slime->groups_size() == 1 && slime->groups(0).completions_size() == 1);
   } else {

@@ -132,12 +132,12 @@ def main():
     for flags, text in enumerate(ast_texts + ast_literals):
         write(out, "ast_repetition_fuzz", bytes([flags % 128]) + text.encode())
 
-    for s in literals(TESTS / "service/config_test.cc"):
+    for s in literals(TESTS / "engine/config_test.cc"):
         write(out, "config_fuzz", s)
     for path in args.config:
         write(out, "config_fuzz", path.read_bytes())
 
-    for s in literals(TESTS / "service/http_rewards_test.cc") + literals(TESTS / "cli/rollouts_test.cc"):
+    for s in literals(TESTS / "http/rewards_test.cc") + literals(TESTS / "cli/rollouts_test.cc"):
         if "{" in s:
             write(out, "json_requests_fuzz", s)
 

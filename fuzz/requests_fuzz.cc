@@ -1,9 +1,9 @@
 // The request mapping from protobuf, end to end below gRPC: the first byte picks ScoreGroups,
 // Score or ComputeAdvantages, the rest is parsed as that request's wire bytes and run through the
-// same code as the handlers (service/scoring_engine.h, advantage_mapping.h) with small limits.
+// same code as the handlers (engine/scoring_engine.h, advantage_mapping.h) with small limits.
 // Every request is either refused with a typed error or answered with one finite reward and
 // advantage per completion. Wire bytes that are not the message are dropped as the server drops
-// them, with protobuf's reason kept (service/protobuf_log.h), not logged.
+// them, with protobuf's reason kept (engine/protobuf_log.h), not logged.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "advantage/advantage.h"
+#include "engine/advantage_mapping.h"
+#include "engine/protobuf_log.h"
+#include "engine/scoring_engine.h"
 #include "fuzz/fuzz_input.h"
 #include "scorers/math/verifier.h"
-#include "service/advantage_mapping.h"
-#include "service/protobuf_log.h"
-#include "service/scoring_engine.h"
 
 namespace rlscore::fuzz {
 namespace {
@@ -42,7 +42,7 @@ struct Engine {
     limits.max_completion_bytes = 16 << 10;
     limits.max_completions_per_request = 256;
   }
-  service::ScoringContext context() {
+  engine::ScoringContext context() {
     return {.limits = &limits,
             .profiles = &profiles,
             .accuracy = accuracy.get(),
@@ -52,12 +52,12 @@ struct Engine {
             .telemetry = &telemetry,
             .keep_going = nullptr};
   }
-  service::Limits limits;
-  service::ProfileSet profiles = service::DefaultProfiles(advantage::Options{});
+  engine::Limits limits;
+  engine::ProfileSet profiles = engine::DefaultProfiles(advantage::Options{});
   std::unique_ptr<scorers::AccuracyScorer> accuracy = scorers::math::NewAccuracyScorer();
   std::unique_ptr<advantage::Backend> backend = advantage::NewCpuBackend();
-  service::WorkerPool pool;
-  service::RunTelemetry telemetry{4, 8};
+  engine::WorkerPool pool;
+  engine::RunTelemetry telemetry{4, 8};
 };
 
 Engine& TheEngine() {
@@ -67,7 +67,7 @@ Engine& TheEngine() {
 
 template <typename Message>
 bool Parse(std::string_view bytes, Message* message) {
-  service::ProtobufLogCapture capture;
+  engine::ProtobufLogCapture capture;
   return message->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
 }
 
@@ -75,7 +75,7 @@ void ScoreGroups(std::string_view bytes) {
   v1::ScoreGroupsRequest request;
   if (!Parse(bytes, &request)) return;
   v1::ScoreGroupsResponse response;
-  const absl::Status status = service::RunScoreGroups(TheEngine().context(), request, &response);
+  const absl::Status status = engine::RunScoreGroups(TheEngine().context(), request, &response);
   if (!status.ok()) {
     RLSCORE_FUZZ_CHECK(ExpectedError(status) && !status.message().empty());
     return;
@@ -92,7 +92,7 @@ void Score(std::string_view bytes) {
   v1::ScoreRequest request;
   if (!Parse(bytes, &request)) return;
   v1::ScoreResponse response;
-  const absl::Status status = service::RunScore(TheEngine().context(), request, &response);
+  const absl::Status status = engine::RunScore(TheEngine().context(), request, &response);
   if (!status.ok()) {
     RLSCORE_FUZZ_CHECK(ExpectedError(status) && !status.message().empty());
     return;
@@ -104,9 +104,9 @@ void Score(std::string_view bytes) {
 void ComputeAdvantages(std::string_view bytes) {
   v1::ComputeAdvantagesRequest request;
   if (!Parse(bytes, &request)) return;
-  service::AdvantageCall call;
-  const absl::Status mapped = service::MapComputeAdvantagesRequest(request, TheEngine().limits,
-                                                                   advantage::Options{}, &call);
+  engine::AdvantageCall call;
+  const absl::Status mapped =
+      engine::MapComputeAdvantagesRequest(request, TheEngine().limits, advantage::Options{}, &call);
   if (!mapped.ok()) {
     RLSCORE_FUZZ_CHECK(ExpectedError(mapped) && !mapped.message().empty());
     return;
@@ -116,7 +116,7 @@ void ComputeAdvantages(std::string_view bytes) {
   advantage::BatchSummary summary;
   const absl::StatusOr<std::string_view> served = TheEngine().backend->Compute(
       call.batch, call.options,
-      service::PrepareAdvantages(call.batch.rewards.size(), response.mutable_advantages()), groups,
+      engine::PrepareAdvantages(call.batch.rewards.size(), response.mutable_advantages()), groups,
       &summary);
   if (!served.ok()) {
     RLSCORE_FUZZ_CHECK(ExpectedError(served.status()) && !served.status().message().empty());

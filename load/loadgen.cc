@@ -43,6 +43,7 @@
 #include "absl/time/time.h"
 #include "cli/flags.h"
 #include "rlscore/v1/scoring_service.grpc.pb.h"
+#include "service/grpc_status.h"
 #include "service/health_check.h"
 
 namespace rlscore::load {
@@ -173,27 +174,7 @@ struct Tally {
   std::vector<std::string> first_unexpected;
 };
 
-const char* CodeName(grpc::StatusCode code) {
-  static const char* const kNames[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
-  const int c = static_cast<int>(code);
-  return c >= 0 && c <= 16 ? kNames[c] : "UNKNOWN";
-}
+std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
 
 class Lane {
  public:
@@ -206,20 +187,20 @@ class Lane {
   }
   // `planned` is the code the call should get; `shape_error` is non-empty when an OK answer was
   // malformed.
-  void Answered(grpc::StatusCode planned, const grpc::Status& status,
+  void Answered(absl::StatusCode planned, const absl::Status& status,
                 const std::string& shape_error, Clock::time_point started) {
     const Clock::time_point now = Clock::now();
     std::lock_guard<std::mutex> lock(mu_);
-    ++tally_.codes[CodeName(status.error_code())];
-    if (status.error_code() == planned && shape_error.empty()) {
+    ++tally_.codes[CodeName(status.code())];
+    if (status.code() == planned && shape_error.empty()) {
       ++tally_.as_planned;
-      if (planned != grpc::StatusCode::OK) ++tally_.planned_errors;
+      if (planned != absl::StatusCode::kOk) ++tally_.planned_errors;
     } else {
       ++tally_.unexpected;
       if (tally_.first_unexpected.size() < 5) {
         tally_.first_unexpected.push_back(absl::StrCat(method_, ": planned ", CodeName(planned),
-                                                       ", got ", CodeName(status.error_code()), " ",
-                                                       status.error_message(), shape_error));
+                                                       ", got ", CodeName(status.code()), " ",
+                                                       status.message(), shape_error));
       }
     }
     if (started >= measure_from_) {
@@ -267,12 +248,14 @@ void RunScoreGroups(const Options& options, uint32_t lane, Clock::time_point end
     SetDeadline(&context);
     const Clock::time_point started = Clock::now();
     out->Sent();
-    const grpc::Status status = stub->ScoreGroups(&context, request, &response);
+    const absl::Status status =
+        service::FromGrpcStatus(stub->ScoreGroups(&context, request, &response));
     std::string shape;
     if (status.ok() && (response.rewards_size() != 64 || response.advantages_size() != 64)) {
       shape = absl::StrCat(" (", response.rewards_size(), " rewards for 64 completions)");
     }
-    out->Answered(bad ? grpc::StatusCode::NOT_FOUND : grpc::StatusCode::OK, status, shape, started);
+    out->Answered(bad ? absl::StatusCode::kNotFound : absl::StatusCode::kOk, status, shape,
+                  started);
   }
 }
 
@@ -286,12 +269,13 @@ void RunAdvantages(const Options& options, uint32_t /*lane*/, Clock::time_point 
     SetDeadline(&context);
     const Clock::time_point started = Clock::now();
     out->Sent();
-    const grpc::Status status = stub->ComputeAdvantages(&context, request, &response);
+    const absl::Status status =
+        service::FromGrpcStatus(stub->ComputeAdvantages(&context, request, &response));
     std::string shape;
     if (status.ok() && response.advantages_size() != request.rewards_size()) {
       shape = absl::StrCat(" (", response.advantages_size(), " advantages)");
     }
-    out->Answered(bad ? grpc::StatusCode::INVALID_ARGUMENT : grpc::StatusCode::OK, status, shape,
+    out->Answered(bad ? absl::StatusCode::kInvalidArgument : absl::StatusCode::kOk, status, shape,
                   started);
   }
 }
@@ -322,13 +306,13 @@ void RunMonitor(const Options& options, uint32_t /*lane*/, Clock::time_point end
     v1::MonitorGenerationResponse response;
     int stops = 0;
     while (stream->Read(&response)) ++stops;
-    const grpc::Status status = stream->Finish();
+    const absl::Status status = service::FromGrpcStatus(stream->Finish());
     std::string shape;
     if (status.ok() && stops != (looping ? 1 : 0)) {
       shape = absl::StrCat(" (", stops, " STOP responses to a ", looping ? "looping" : "clean",
                            " generation)");
     }
-    out->Answered(bad ? grpc::StatusCode::INVALID_ARGUMENT : grpc::StatusCode::OK, status, shape,
+    out->Answered(bad ? absl::StatusCode::kInvalidArgument : absl::StatusCode::kOk, status, shape,
                   started);
   }
 }
@@ -340,15 +324,11 @@ void RunHealth(const Options& options, uint32_t /*lane*/, Clock::time_point end,
     out->Sent();
     const absl::StatusOr<service::HealthState> state =
         service::CheckHealth(channel, "", absl::Seconds(60));
-    grpc::Status status = grpc::Status::OK;
     std::string shape;
-    if (!state.ok()) {
-      status = grpc::Status(static_cast<grpc::StatusCode>(state.status().code()),
-                            std::string(state.status().message()));
-    } else if (*state != service::HealthState::kServing) {
+    if (state.ok() && *state != service::HealthState::kServing) {
       shape = absl::StrCat(" (", std::string(service::HealthStateName(*state)), ")");
     }
-    out->Answered(grpc::StatusCode::OK, status, shape, started);
+    out->Answered(absl::StatusCode::kOk, state.status(), shape, started);
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a probe's pace, not a flood
   }
 }

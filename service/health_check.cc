@@ -5,6 +5,7 @@
 #include <grpcpp/impl/codegen/rpc_method.h>
 
 #include "absl/strings/str_cat.h"
+#include "service/grpc_status.h"
 
 namespace rlscore::service {
 namespace {
@@ -48,9 +49,7 @@ absl::StatusOr<HealthState> CheckHealth(const std::shared_ptr<grpc::Channel>& ch
   grpc::ByteBuffer reply;
   const grpc::Status call = grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
       channel.get(), check, &context, grpc::ByteBuffer(&request, 1), &reply);
-  if (!call.ok()) {
-    return absl::Status(static_cast<absl::StatusCode>(call.error_code()), call.error_message());
-  }
+  if (!call.ok()) return FromGrpcStatus(call);
   grpc::Slice slice;
   std::string bytes;
   if (reply.DumpToSingleSlice(&slice).ok()) {

@@ -15,34 +15,36 @@
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "common/tsan_handoff.h"
+#include "engine/advantage_mapping.h"
+#include "engine/protobuf_log.h"
+#include "engine/request_cost.h"
+#include "engine/run_health.h"
 #include "scorers/generation_monitor.h"
-#include "service/advantage_mapping.h"
 #include "service/grpc_status.h"
-#include "service/protobuf_log.h"
-#include "service/request_cost.h"
-#include "service/run_health.h"
+#include "service/monitor_stream.h"
+#include "service/wire.h"
 
 namespace rlscore::service {
 namespace {
 
-v1::HealthLevel ToProto(HealthLevel level) {
+v1::HealthLevel ToProto(engine::HealthLevel level) {
   switch (level) {
-    case HealthLevel::kOk:
+    case engine::HealthLevel::kOk:
       return v1::HEALTH_LEVEL_OK;
-    case HealthLevel::kWarn:
+    case engine::HealthLevel::kWarn:
       return v1::HEALTH_LEVEL_WARN;
-    case HealthLevel::kCritical:
+    case engine::HealthLevel::kCritical:
       return v1::HEALTH_LEVEL_CRITICAL;
   }
   return v1::HEALTH_LEVEL_UNSPECIFIED;
 }
 
-void FillRunHealth(const RunHealthReport& report, v1::RunHealth* out) {
+void FillRunHealth(const engine::RunHealthReport& report, v1::RunHealth* out) {
   out->set_run_id(report.run_id);
   out->set_level(ToProto(report.level));
   out->set_last_step(report.last_step);
   out->set_batches(report.batches);
-  for (const HealthSignal& s : report.signals) {
+  for (const engine::HealthSignal& s : report.signals) {
     v1::RunSignal* signal = out->add_signals();
     signal->set_name(s.name);
     signal->set_value(s.value);
@@ -71,28 +73,13 @@ absl::Status CheckCallAlive(const grpc::CallbackServerContext& context, const Cl
 
 // RESOURCE_EXHAUSTED naming the limit when the answer is larger than gRPC may send (gRPC would
 // refuse it with a message naming no rlscore limit, after the call was counted OK).
-absl::Status CheckResponseSize(const google::protobuf::Message& response, const Limits& limits) {
+absl::Status CheckResponseSize(const google::protobuf::Message& response,
+                               const engine::Limits& limits) {
   const size_t bytes = response.ByteSizeLong();
   if (bytes <= limits.max_message_bytes) return absl::OkStatus();
   return absl::ResourceExhaustedError(
       absl::StrCat("the response would be ", bytes, " bytes, over the limit max_message_bytes = ",
                    limits.max_message_bytes, ": send fewer completions per request"));
-}
-
-// Parses `in` into `message`: INVALID_ARGUMENT naming `what` (the request, message 3 of the
-// stream), its size, the message type and protobuf's reason when the bytes are not one.
-template <typename Message>
-absl::Status ParseWire(const grpc::ByteBuffer& in, std::string_view what, Message* message) {
-  grpc::ByteBuffer bytes(in);  // shares the slices; the parse consumes this copy
-  ProtobufLogCapture reason;   // a string field that is not UTF-8: protobuf only logs it
-  if (grpc::GenericDeserialize<grpc::ProtoBufferReader, Message>(&bytes, message).ok()) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      Sv(what), " (", in.Length(), " bytes) is not a valid ", Message::descriptor()->full_name(),
-      ": ",
-      reason.text().empty() ? "the bytes are truncated, or not that message's protobuf encoding"
-                            : reason.text()));
 }
 
 // A unary request's bytes as a protobuf input stream that frees each slice once the parse has
@@ -162,7 +149,7 @@ absl::Status ParseRequest(const grpc::ByteBuffer* request, Message* message) {
   // Ours now: gRPC destroys the request after the call, and a cleared one holds nothing.
   const_cast<grpc::ByteBuffer*>(request)->Clear();
   bool parsed;
-  ProtobufLogCapture reason;
+  engine::ProtobufLogCapture reason;
   {
     ReleasingSliceStream stream(std::move(slices));
     parsed = message->ParseFromZeroCopyStream(&stream);
@@ -186,7 +173,7 @@ void DiscardRequest(const grpc::ByteBuffer& request) {
 }
 
 // What handling `request` will hold at its peak (request_cost.h), read from its bytes.
-uint64_t RequestPeakBytes(Method method, const grpc::ByteBuffer& request) {
+uint64_t RequestPeakBytes(engine::Method method, const grpc::ByteBuffer& request) {
   std::vector<grpc::Slice> slices;
   if (!request.Dump(&slices).ok()) return 2 * request.Length();
   std::vector<std::string_view> pieces;
@@ -194,19 +181,7 @@ uint64_t RequestPeakBytes(Method method, const grpc::ByteBuffer& request) {
   for (const grpc::Slice& s : slices) {
     pieces.emplace_back(reinterpret_cast<const char*>(s.begin()), s.size());
   }
-  return PeakBytes(method, pieces);
-}
-
-template <typename Message>
-absl::Status SerializeWire(const Message& message, grpc::ByteBuffer* out) {
-  bool own_buffer = false;
-  const grpc::Status serialized =
-      grpc::GenericSerialize<grpc::ProtoBufferWriter, Message>(message, out, &own_buffer);
-  if (!serialized.ok()) {
-    return absl::InternalError(
-        absl::StrCat("cannot serialise the response: ", serialized.error_message()));
-  }
-  return absl::OkStatus();
+  return engine::PeakBytes(method, pieces);
 }
 
 // Parses `in` as a `Request`, answers it with `handle`, and serialises the answer into `out`.
@@ -219,180 +194,13 @@ absl::Status HandleRaw(const grpc::ByteBuffer* in, grpc::ByteBuffer* out, Handle
   return SerializeWire(response, out);
 }
 
-absl::Status DrainingStatus() {
-  return absl::UnavailableError(
-      "the server is shutting down (SIGTERM): the call was not started; retry on another replica");
-}
-
-v1::StopReason ToProto(scorers::StopReason reason) {
-  switch (reason) {
-    case scorers::StopReason::kRepetitionNgram:
-      return v1::STOP_REASON_REPETITION_NGRAM;
-    case scorers::StopReason::kTokenBudget:
-      return v1::STOP_REASON_TOKEN_BUDGET;
-  }
-  return v1::STOP_REASON_UNSPECIFIED;
-}
-
-// One MonitorGeneration stream: the first message names the profile and the budget, token or
-// text deltas follow, and the answer is a single STOP message after which the stream ends (or no
-// message at all when the client half-closes first: nothing fired). Each delta is handled on the
-// reactor's own callback (O(delta) work), so streams need no thread of their own. gRPC runs those
-// callbacks one at a time, each on any of its threads: each one acquires the stream from the one
-// before (common/tsan_handoff.h) and releases it when it hands the call back.
-class MonitorStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
- public:
-  // `open` counts the streams open now; past limits.max_streams this one is refused at once.
-  MonitorStream(const ServerOptions& options, Metrics* metrics, std::atomic<uint32_t>* open,
-                bool draining)
-      : options_(options), metrics_(metrics), start_(absl::Now()), open_(open) {
-    metrics_->CallStarted(Method::kMonitorGeneration);
-    if (draining) {
-      open_->fetch_add(1);  // OnDone gives it back
-      End(DrainingStatus());
-      return;
-    }
-    if (open_->fetch_add(1) >= options_.limits.max_streams) {
-      End(absl::ResourceExhaustedError(
-          absl::StrCat("MonitorGeneration: ", options_.limits.max_streams,
-                       " streams are open, the limit max_streams; retry later")));
-      return;
-    }
-    // Headers now, before any answer: a client that waits for them (WaitForInitialMetadata)
-    // knows its stream was admitted and counts against max_streams.
-    StartSendInitialMetadata();
-    ReleaseHandoff(this);
-    StartRead(&in_);
-  }
-
-  void OnReadDone(bool ok) override {
-    AcquireHandoff(this);
-    if (!ok) {  // the client half-closed, or the call is over: nothing fired
-      End(absl::OkStatus());
-      return;
-    }
-    ++messages_;
-    const absl::Status parsed =
-        ParseWire(in_, absl::StrCat("message ", messages_, " of the stream"), &request_);
-    if (!parsed.ok()) {
-      End(parsed);
-      return;
-    }
-    absl::StatusOr<std::optional<scorers::StopVerdict>> verdict = Handle(request_);
-    if (!verdict.ok()) {
-      End(verdict.status());
-      return;
-    }
-    if (!verdict->has_value()) {
-      ReleaseHandoff(this);
-      StartRead(&in_);
-      return;
-    }
-    const scorers::StopVerdict& stop = **verdict;
-    response_.set_reason(ToProto(stop.reason));
-    response_.set_token_offset(stop.token_offset);
-    response_.set_char_offset(stop.char_offset);
-    response_.set_detail(stop.detail);
-    metrics_->RecordGenerationStop(stop.reason);
-    if (const absl::Status serialized = SerializeWire(response_, &out_); !serialized.ok()) {
-      End(serialized);
-      return;
-    }
-    code_ = absl::StatusCode::kOk;
-    ReleaseHandoff(this);
-    StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
-  }
-
-  void OnCancel() override { cancelled_ = true; }
-
-  void OnDone() override {
-    AcquireHandoff(this);
-    open_->fetch_sub(1);
-    metrics_->CallFinished(Method::kMonitorGeneration,
-                           cancelled_ ? absl::StatusCode::kCancelled : code_, absl::Now() - start_);
-    delete this;
-  }
-
- private:
-  void End(const absl::Status& status) {
-    code_ = status.code();
-    ReleaseHandoff(this);
-    Finish(ToGrpcStatus(status));
-  }
-
-  absl::StatusOr<std::optional<scorers::StopVerdict>> Handle(
-      const v1::MonitorGenerationRequest& request) {
-    switch (request.event_case()) {
-      case v1::MonitorGenerationRequest::kStart: {
-        if (monitor_.has_value()) {
-          return absl::InvalidArgumentError("start: sent twice; one stream watches one generation");
-        }
-        const v1::GenerationStart& start = request.start();
-        RLSCORE_ASSIGN_OR_RETURN(const ServiceProfile* profile,
-                                 options_.profiles.Find(start.profile()));
-        const scorers::Profile& reward = profile->reward;
-        scorers::MonitorOptions monitor;
-        monitor.repetition = reward.repetition.enabled;
-        monitor.ngram = reward.repetition.ngram;
-        monitor.max_tokens =
-            std::min(start.max_tokens() != 0 ? start.max_tokens() : reward.length.max,
-                     options_.limits.max_completion_tokens);
-        monitor_.emplace(monitor);
-        return std::nullopt;
-      }
-      case v1::MonitorGenerationRequest::kTokens: {
-        if (!monitor_.has_value()) return NoStart();
-        const auto& ids = request.tokens().token_ids();
-        // The stream's budget (at most max_completion_tokens) stops it once reached; one
-        // message larger than the whole limit is refused before it is watched.
-        if (static_cast<uint64_t>(ids.size()) > options_.limits.max_completion_tokens) {
-          return absl::ResourceExhaustedError(
-              absl::StrCat("tokens: ", ids.size(), " token ids in one message exceed the limit ",
-                           "max_completion_tokens = ", options_.limits.max_completion_tokens));
-        }
-        return monitor_->PushTokens(std::span<const uint32_t>(ids.data(), ids.size()));
-      }
-      case v1::MonitorGenerationRequest::kText: {
-        if (!monitor_.has_value()) return NoStart();
-        const std::string& text = request.text().text();
-        if (monitor_->bytes() + text.size() > options_.limits.max_completion_bytes) {
-          return absl::ResourceExhaustedError(
-              absl::StrCat("text: the generation exceeds the limit max_completion_bytes = ",
-                           options_.limits.max_completion_bytes));
-        }
-        return monitor_->PushText(text);
-      }
-      case v1::MonitorGenerationRequest::EVENT_NOT_SET:
-        break;
-    }
-    return absl::InvalidArgumentError("an empty message: set start, tokens or text");
-  }
-
-  static absl::Status NoStart() {
-    return absl::InvalidArgumentError(
-        "the first message must be start (profile, max_tokens, think_prefilled)");
-  }
-
-  const ServerOptions& options_;
-  Metrics* const metrics_;
-  const absl::Time start_;
-  std::atomic<uint32_t>* const open_;
-  grpc::ByteBuffer in_;
-  grpc::ByteBuffer out_;
-  uint64_t messages_ = 0;  // read so far, for errors: "message 3 of the stream"
-  v1::MonitorGenerationRequest request_;
-  v1::MonitorGenerationResponse response_;
-  std::optional<scorers::GenerationMonitor> monitor_;
-  absl::StatusCode code_ = absl::StatusCode::kOk;
-  std::atomic<bool> cancelled_ = false;
-};
-
 }  // namespace
 
-ScoringService::ScoringService(const ServerOptions& options, advantage::Backend* backend,
-                               Metrics* metrics, const Clock* clock,
-                               const scorers::AccuracyScorer* accuracy, WorkerPool* pool,
-                               RunTelemetry* telemetry, WorkerPool* calls, MemoryBudget* memory)
+ScoringService::ScoringService(const engine::ServerOptions& options, advantage::Backend* backend,
+                               engine::Metrics* metrics, const Clock* clock,
+                               const scorers::AccuracyScorer* accuracy, engine::WorkerPool* pool,
+                               engine::RunTelemetry* telemetry, engine::WorkerPool* calls,
+                               engine::MemoryBudget* memory)
     : options_(options),
       memory_(*memory),
       backend_(backend),
@@ -409,8 +217,8 @@ ScoringService::ScoringService(const ServerOptions& options, advantage::Backend*
                .keep_going = nullptr},
       calls_(calls) {}
 
-ScoringContext ScoringService::WithCall(grpc::CallbackServerContext* context) const {
-  ScoringContext scoring = scoring_;
+engine::ScoringContext ScoringService::WithCall(grpc::CallbackServerContext* context) const {
+  engine::ScoringContext scoring = scoring_;
   const Clock* clock = clock_;
   scoring.clock = clock;
   scoring.keep_going = [context, clock] {
@@ -419,7 +227,7 @@ ScoringContext ScoringService::WithCall(grpc::CallbackServerContext* context) co
   return scoring;
 }
 
-grpc::ServerUnaryReactor* ScoringService::Offload(Method method,
+grpc::ServerUnaryReactor* ScoringService::Offload(engine::Method method,
                                                   grpc::CallbackServerContext* context,
                                                   const grpc::ByteBuffer& request,
                                                   std::function<absl::Status()> work) {
@@ -443,16 +251,18 @@ grpc::ServerUnaryReactor* ScoringService::Offload(Method method,
   if (taken >= limit) {
     // Refused before it is queued.
     DiscardRequest(request);
-    return Finish(method, context, start,
-                  MarkRetryable(absl::ResourceExhaustedError(absl::StrCat(
-                                    taken, " calls are being handled, queued or sending their ",
-                                    "answers, the limit max_concurrent_calls; retry later")),
-                                "max_concurrent_calls"));
+    return Finish(
+        method, context, start,
+        engine::MarkRetryable(absl::ResourceExhaustedError(absl::StrCat(
+                                  taken, " calls are being handled, queued or sending their ",
+                                  "answers, the limit max_concurrent_calls; retry later")),
+                              "max_concurrent_calls"));
   }
   // Admitted by memory too before any work: charged its peak until its answer is written out.
-  absl::StatusOr<MemoryBudget::Grant> grant = memory_.Admit(RequestPeakBytes(method, request));
+  absl::StatusOr<engine::MemoryBudget::Grant> grant =
+      memory_.Admit(RequestPeakBytes(method, request));
   if (!grant.ok()) {
-    metrics_->RecordAdmissionRefusal(RetryableLimit(grant.status()).has_value());
+    metrics_->RecordAdmissionRefusal(engine::RetryableLimit(grant.status()).has_value());
     {
       std::lock_guard<std::mutex> lock(calls_mu_);
       --calls_taken_;
@@ -490,15 +300,16 @@ bool ScoringService::WaitForAnswers(absl::Time deadline) {
                                 [this] { return calls_in_flight_ == 0 && answers_open_ == 0; });
 }
 
-grpc::ServerUnaryReactor* ScoringService::NewReactor(bool holds_place, MemoryBudget::Grant grant) {
+grpc::ServerUnaryReactor* ScoringService::NewReactor(bool holds_place,
+                                                     engine::MemoryBudget::Grant grant) {
   // gRPC calls OnDone once it is done with the call, its answer written or the call cancelled.
   class Reactor : public grpc::ServerUnaryReactor {
    public:
-    Reactor(ScoringService* service, bool holds_place, MemoryBudget::Grant grant)
+    Reactor(ScoringService* service, bool holds_place, engine::MemoryBudget::Grant grant)
         : service_(service), holds_place_(holds_place), grant_(std::move(grant)) {}
     void OnDone() override {
       const bool charged = grant_.bytes() != 0;
-      grant_ = MemoryBudget::Grant();  // the answer is written out: its memory is free
+      grant_ = engine::MemoryBudget::Grant();  // the answer is written out: its memory is free
       if (charged) service_->metrics_->SetMemoryInUse(service_->memory_.in_use());
       {
         std::lock_guard<std::mutex> lock(service_->calls_mu_);
@@ -511,21 +322,22 @@ grpc::ServerUnaryReactor* ScoringService::NewReactor(bool holds_place, MemoryBud
    private:
     ScoringService* const service_;
     const bool holds_place_;
-    MemoryBudget::Grant grant_;
+    engine::MemoryBudget::Grant grant_;
   };
   std::lock_guard<std::mutex> lock(calls_mu_);
   ++answers_open_;
   return new Reactor(this, holds_place, std::move(grant));
 }
 
-grpc::ServerUnaryReactor* ScoringService::Finish(Method method,
+grpc::ServerUnaryReactor* ScoringService::Finish(engine::Method method,
                                                  grpc::CallbackServerContext* context,
                                                  absl::Time start, const absl::Status& status) {
   metrics_->CallFinished(method, status.code(), absl::Now() - start);
-  if (const std::optional<std::string> limit = RetryableLimit(status); limit.has_value()) {
-    context->AddTrailingMetadata(std::string(kRetryableTrailer), *limit);
+  if (const std::optional<std::string> limit = engine::RetryableLimit(status); limit.has_value()) {
+    context->AddTrailingMetadata(std::string(engine::kRetryableTrailer), *limit);
   }
-  grpc::ServerUnaryReactor* reactor = NewReactor(/*holds_place=*/false, MemoryBudget::Grant());
+  grpc::ServerUnaryReactor* reactor =
+      NewReactor(/*holds_place=*/false, engine::MemoryBudget::Grant());
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
@@ -533,26 +345,27 @@ grpc::ServerUnaryReactor* ScoringService::Finish(Method method,
 grpc::ServerUnaryReactor* ScoringService::ScoreGroups(grpc::CallbackServerContext* context,
                                                       const grpc::ByteBuffer* request,
                                                       grpc::ByteBuffer* response) {
-  return Offload(Method::kScoreGroups, context, *request, [this, context, request, response] {
-    RLSCORE_RETURN_IF_ERROR(CheckCallAlive(*context, *clock_, "before ScoreGroups started"));
-    return HandleRaw<v1::ScoreGroupsRequest, v1::ScoreGroupsResponse>(
-        request, response, [&](const v1::ScoreGroupsRequest& in, v1::ScoreGroupsResponse* out) {
-          RLSCORE_RETURN_IF_ERROR(RunScoreGroups(WithCall(context), in, out));
-          RLSCORE_RETURN_IF_ERROR(
-              CheckCallAlive(*context, *clock_, "while completions were scored"));
-          return CheckResponseSize(*out, options_.limits);
-        });
-  });
+  return Offload(
+      engine::Method::kScoreGroups, context, *request, [this, context, request, response] {
+        RLSCORE_RETURN_IF_ERROR(CheckCallAlive(*context, *clock_, "before ScoreGroups started"));
+        return HandleRaw<v1::ScoreGroupsRequest, v1::ScoreGroupsResponse>(
+            request, response, [&](const v1::ScoreGroupsRequest& in, v1::ScoreGroupsResponse* out) {
+              RLSCORE_RETURN_IF_ERROR(engine::RunScoreGroups(WithCall(context), in, out));
+              RLSCORE_RETURN_IF_ERROR(
+                  CheckCallAlive(*context, *clock_, "while completions were scored"));
+              return CheckResponseSize(*out, options_.limits);
+            });
+      });
 }
 
 grpc::ServerUnaryReactor* ScoringService::Score(grpc::CallbackServerContext* context,
                                                 const grpc::ByteBuffer* request,
                                                 grpc::ByteBuffer* response) {
-  return Offload(Method::kScore, context, *request, [this, context, request, response] {
+  return Offload(engine::Method::kScore, context, *request, [this, context, request, response] {
     RLSCORE_RETURN_IF_ERROR(CheckCallAlive(*context, *clock_, "before Score started"));
     return HandleRaw<v1::ScoreRequest, v1::ScoreResponse>(
         request, response, [&](const v1::ScoreRequest& in, v1::ScoreResponse* out) {
-          RLSCORE_RETURN_IF_ERROR(RunScore(WithCall(context), in, out));
+          RLSCORE_RETURN_IF_ERROR(engine::RunScore(WithCall(context), in, out));
           RLSCORE_RETURN_IF_ERROR(
               CheckCallAlive(*context, *clock_, "while completions were scored"));
           return CheckResponseSize(*out, options_.limits);
@@ -562,9 +375,8 @@ grpc::ServerUnaryReactor* ScoringService::Score(grpc::CallbackServerContext* con
 
 grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* ScoringService::MonitorGeneration(
     grpc::CallbackServerContext*) {
-  MonitorStream* stream = new MonitorStream(options_, metrics_, &open_streams_, draining_);
   if (draining_) ++refused_while_draining_;
-  return stream;
+  return NewMonitorStream(options_, metrics_, &open_streams_, draining_);
 }
 
 grpc::ServerUnaryReactor* ScoringService::GetRunHealth(grpc::CallbackServerContext* context,
@@ -572,17 +384,17 @@ grpc::ServerUnaryReactor* ScoringService::GetRunHealth(grpc::CallbackServerConte
                                                        grpc::ByteBuffer* response) {
   // Cheap (at most max-runs windows of a few hundred batches): answered on gRPC's thread.
   const absl::Time start = absl::Now();
-  metrics_->CallStarted(Method::kGetRunHealth);
+  metrics_->CallStarted(engine::Method::kGetRunHealth);
   const absl::Status status = HandleRaw<v1::GetRunHealthRequest, v1::GetRunHealthResponse>(
       request, response, [&](const v1::GetRunHealthRequest& in, v1::GetRunHealthResponse* out) {
         return DoGetRunHealth(in, out);
       });
-  return Finish(Method::kGetRunHealth, context, start, status);
+  return Finish(engine::Method::kGetRunHealth, context, start, status);
 }
 
 absl::Status ScoringService::DoGetRunHealth(const v1::GetRunHealthRequest& request,
                                             v1::GetRunHealthResponse* response) const {
-  const RunTelemetry& telemetry = *scoring_.telemetry;
+  const engine::RunTelemetry& telemetry = *scoring_.telemetry;
   std::vector<std::string> runs;
   if (request.run_id().empty()) {
     runs = telemetry.Runs();
@@ -596,8 +408,9 @@ absl::Status ScoringService::DoGetRunHealth(const v1::GetRunHealthRequest& reque
     runs.push_back(request.run_id());
   }
   for (const std::string& run : runs) {
-    const std::vector<BatchTelemetry> window = telemetry.Window(run);
-    FillRunHealth(EvaluateRunHealth(run, window, options_.run_health), response->add_runs());
+    const std::vector<engine::BatchTelemetry> window = telemetry.Window(run);
+    FillRunHealth(engine::EvaluateRunHealth(run, window, options_.run_health),
+                  response->add_runs());
   }
   return absl::OkStatus();
 }
@@ -605,24 +418,26 @@ absl::Status ScoringService::DoGetRunHealth(const v1::GetRunHealthRequest& reque
 grpc::ServerUnaryReactor* ScoringService::ComputeAdvantages(grpc::CallbackServerContext* context,
                                                             const grpc::ByteBuffer* request,
                                                             grpc::ByteBuffer* response) {
-  return Offload(Method::kComputeAdvantages, context, *request, [this, context, request, response] {
-    RLSCORE_RETURN_IF_ERROR(CheckCallAlive(*context, *clock_, "before ComputeAdvantages started"));
-    v1::ComputeAdvantagesRequest parsed;
-    RLSCORE_RETURN_IF_ERROR(ParseRequest(request, &parsed));
-    return DoComputeAdvantages(*context, parsed, response);
-  });
+  return Offload(engine::Method::kComputeAdvantages, context, *request,
+                 [this, context, request, response] {
+                   RLSCORE_RETURN_IF_ERROR(
+                       CheckCallAlive(*context, *clock_, "before ComputeAdvantages started"));
+                   v1::ComputeAdvantagesRequest parsed;
+                   RLSCORE_RETURN_IF_ERROR(ParseRequest(request, &parsed));
+                   return DoComputeAdvantages(*context, parsed, response);
+                 });
 }
 
 absl::Status ScoringService::DoComputeAdvantages(const grpc::CallbackServerContext& context,
                                                  const v1::ComputeAdvantagesRequest& request,
                                                  grpc::ByteBuffer* response) {
-  AdvantageCall call;
+  engine::AdvantageCall call;
   RLSCORE_RETURN_IF_ERROR(
-      MapComputeAdvantagesRequest(request, options_.limits, options_.advantage, &call));
+      engine::MapComputeAdvantagesRequest(request, options_.limits, options_.advantage, &call));
 
   // The answer is written in its wire form, into the slice gRPC sends (advantage_mapping.h).
   std::vector<advantage::GroupStats> groups(call.batch.group_sizes.size());
-  AdvantagesAnswer answer(call.batch.rewards.size(), groups.size());
+  engine::AdvantagesAnswer answer(call.batch.rewards.size(), groups.size());
   grpc::Slice storage(grpc_slice_malloc(answer.capacity()), grpc::Slice::STEAL_REF);
   const std::span<double> advantages =
       answer.Start(reinterpret_cast<char*>(const_cast<uint8_t*>(storage.begin())));

@@ -1,10 +1,9 @@
 // rlscore.v1.ScoringService on gRPC's callback API.
 //
-// Handlers map the request to the pure libraries (advantage/, later scorers/), run them, and
-// answer; every call is counted in Metrics. An RPC whose capability has not landed answers
-// UNIMPLEMENTED with a message naming what is missing.
-//
-// This header and server.cc are the only places that see gRPC's generated service code.
+// Handlers admit a call, hand it to the engine (engine/scoring_engine.h, advantage/) on the call
+// pool, and answer; every call is counted in engine::Metrics. MonitorGeneration streams are
+// monitor_stream.h's. This header and server.cc are the only places that see gRPC's generated
+// service code.
 #pragma once
 
 #include <atomic>
@@ -17,12 +16,12 @@
 #include "absl/time/time.h"
 #include "advantage/advantage.h"
 #include "common/clock.h"
+#include "engine/admission.h"
+#include "engine/config.h"
+#include "engine/metrics.h"
+#include "engine/scoring_engine.h"
+#include "engine/worker_pool.h"
 #include "rlscore/v1/scoring_service.grpc.pb.h"
-#include "service/admission.h"
-#include "service/config.h"
-#include "service/metrics.h"
-#include "service/scoring_engine.h"
-#include "service/worker_pool.h"
 
 namespace rlscore::service {
 
@@ -43,9 +42,11 @@ using ScoringServiceBase = v1::ScoringService::WithRawCallbackMethod_ScoreGroups
 // caller's deadline has passed.
 class ScoringService final : public ScoringServiceBase {
  public:
-  ScoringService(const ServerOptions& options, advantage::Backend* backend, Metrics* metrics,
-                 const Clock* clock, const scorers::AccuracyScorer* accuracy, WorkerPool* pool,
-                 RunTelemetry* telemetry, WorkerPool* calls, MemoryBudget* memory);
+  ScoringService(const engine::ServerOptions& options, advantage::Backend* backend,
+                 engine::Metrics* metrics, const Clock* clock,
+                 const scorers::AccuracyScorer* accuracy, engine::WorkerPool* pool,
+                 engine::RunTelemetry* telemetry, engine::WorkerPool* calls,
+                 engine::MemoryBudget* memory);
 
   grpc::ServerUnaryReactor* ScoreGroups(grpc::CallbackServerContext* context,
                                         const grpc::ByteBuffer* request,
@@ -87,31 +88,31 @@ class ScoringService final : public ScoringServiceBase {
                                    grpc::ByteBuffer* response);
   // The scoring context for one call: it stops when the call's deadline passes or the client
   // cancels.
-  ScoringContext WithCall(grpc::CallbackServerContext* context) const;
+  engine::ScoringContext WithCall(grpc::CallbackServerContext* context) const;
   // Hands a unary call to the call pool and returns its reactor at once: gRPC's callback threads
   // only pass calls along, so a long batch never starves health checks or other calls. Before
   // that the call must get a place among max_concurrent_calls and the memory its handling will
   // hold (admission.h, request_cost.h); otherwise it is refused at once, retryably. `work` runs
   // on a pool thread; its status answers the call.
-  grpc::ServerUnaryReactor* Offload(Method method, grpc::CallbackServerContext* context,
+  grpc::ServerUnaryReactor* Offload(engine::Method method, grpc::CallbackServerContext* context,
                                     const grpc::ByteBuffer& request,
                                     std::function<absl::Status()> work);
   // A unary call's reactor, counted in answers_open_ until gRPC is done with it; one that
   // `holds_place` gives its place among max_concurrent_calls (calls_taken_) back then, and its
   // memory grant.
-  grpc::ServerUnaryReactor* NewReactor(bool holds_place, MemoryBudget::Grant grant);
+  grpc::ServerUnaryReactor* NewReactor(bool holds_place, engine::MemoryBudget::Grant grant);
   // Answers a unary call with `status` and records it; a retryable refusal (admission.h) carries
-  // the trailer kRetryableTrailer naming its limit.
-  grpc::ServerUnaryReactor* Finish(Method method, grpc::CallbackServerContext* context,
+  // the trailer engine::kRetryableTrailer naming its limit.
+  grpc::ServerUnaryReactor* Finish(engine::Method method, grpc::CallbackServerContext* context,
                                    absl::Time start, const absl::Status& status);
 
-  const ServerOptions options_;
-  MemoryBudget& memory_;
+  const engine::ServerOptions options_;
+  engine::MemoryBudget& memory_;
   advantage::Backend* const backend_;
-  Metrics* const metrics_;
+  engine::Metrics* const metrics_;
   const Clock* const clock_;
-  const ScoringContext scoring_;
-  WorkerPool* const calls_;
+  const engine::ScoringContext scoring_;
+  engine::WorkerPool* const calls_;
   std::mutex calls_mu_;
   std::condition_variable calls_done_;
   // Guarded by calls_mu_: calls handed to the call pool and not yet answered; calls taken

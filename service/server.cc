@@ -23,8 +23,8 @@
 #include "common/status_macros.h"
 #include "common/strings.h"
 #include "gpu/loader.h"
+#include "http/listener.h"
 #include "scorers/math/verifier.h"
-#include "service/http_listener.h"
 #include "service/scoring_service.h"
 
 namespace rlscore::service {
@@ -48,7 +48,7 @@ void InitGrpcOnce() {
 // The advantage backend of options.gpu: the CPU, behind a dispatcher that sends large batches to
 // the CUDA module when it loads and opens a device. --gpu=require turns a failure into an error.
 absl::StatusOr<std::shared_ptr<advantage::Backend>> MakeAdvantageBackend(
-    const ServerOptions::Gpu& gpu_options, Metrics* metrics) {
+    const engine::ServerOptions::Gpu& gpu_options, engine::Metrics* metrics) {
   absl::StatusOr<gpu::GpuMode> mode = gpu::ParseGpuMode(gpu_options.mode);
   if (!mode.ok()) return mode.status();
   std::unique_ptr<advantage::Backend> accelerated;
@@ -93,7 +93,7 @@ absl::StatusOr<std::string> ReadPem(const std::string& path, std::string_view op
 // Plaintext, TLS, or TLS that verifies (and with require_client_cert demands) client
 // certificates against client_ca_file.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ApiCredentials(
-    const ServerOptions::Tls& tls) {
+    const engine::ServerOptions::Tls& tls) {
   if (!tls.enabled()) return grpc::InsecureServerCredentials();
   grpc::SslServerCredentialsOptions ssl;
   grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
@@ -111,13 +111,13 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ApiCredentials(
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options,
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const engine::ServerOptions& options,
                                                       ServerDependencies dependencies) {
-  RLSCORE_RETURN_IF_ERROR(ValidateServerOptions(options));
+  RLSCORE_RETURN_IF_ERROR(engine::ValidateServerOptions(options));
   InitGrpcOnce();
 
   std::unique_ptr<Server> server(new Server());
-  server->metrics_ = std::make_unique<Metrics>();
+  server->metrics_ = std::make_unique<PrometheusMetrics>();
   if (dependencies.backend != nullptr) {
     server->backend_ = std::move(dependencies.backend);
   } else {
@@ -131,10 +131,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       dependencies.accuracy != nullptr
           ? std::move(dependencies.accuracy)
           : std::shared_ptr<scorers::AccuracyScorer>(scorers::math::NewAccuracyScorer());
-  server->pool_ = std::make_unique<WorkerPool>(options.scoring_threads);
-  server->calls_ = std::make_unique<WorkerPool>(options.scoring_threads);
-  server->telemetry_ = std::make_unique<RunTelemetry>(kTrackedRuns, kTelemetryWindow);
-  server->memory_ = std::make_unique<MemoryBudget>(options.limits.memory_budget_bytes);
+  server->pool_ = std::make_unique<engine::WorkerPool>(options.scoring_threads);
+  server->calls_ = std::make_unique<engine::WorkerPool>(options.scoring_threads);
+  server->telemetry_ = std::make_unique<engine::RunTelemetry>(kTrackedRuns, kTelemetryWindow);
+  server->memory_ = std::make_unique<engine::MemoryBudget>(options.limits.memory_budget_bytes);
   server->metrics_->SetMemoryBudget(options.limits.memory_budget_bytes);
   server->service_ = std::make_unique<ScoringService>(
       options, server->backend_.get(), server->metrics_.get(),
@@ -157,18 +157,19 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
 
   // The HTTP listener before gRPC too, for the same reason.
   if (!options.http_address.empty()) {
-    absl::StatusOr<std::unique_ptr<HttpListener>> http = HttpListener::Start(
+    absl::StatusOr<std::unique_ptr<http::HttpListener>> http = http::HttpListener::Start(
         options,
-        ScoringContext{.limits = nullptr,
-                       .profiles = nullptr,
-                       .accuracy = server->accuracy_.get(),
-                       .backend = server->backend_.get(),
-                       .pool = server->pool_.get(),
-                       .metrics = server->metrics_.get(),
-                       .telemetry = server->telemetry_.get(),
-                       .health = nullptr,
-                       .clock = dependencies.clock != nullptr ? dependencies.clock : &RealClock(),
-                       .keep_going = nullptr},
+        engine::ScoringContext{
+            .limits = nullptr,
+            .profiles = nullptr,
+            .accuracy = server->accuracy_.get(),
+            .backend = server->backend_.get(),
+            .pool = server->pool_.get(),
+            .metrics = server->metrics_.get(),
+            .telemetry = server->telemetry_.get(),
+            .health = nullptr,
+            .clock = dependencies.clock != nullptr ? dependencies.clock : &RealClock(),
+            .keep_going = nullptr},
         server->calls_.get(), server->memory_.get());
     if (!http.ok()) return http.status();
     server->http_ = *std::move(http);

@@ -2,7 +2,7 @@
 // Prometheus endpoint on its own port, and optionally the HTTP JSON listener for OpenRLHF and
 // slime.
 //
-//   ServerOptions options = DefaultServerOptions();
+//   engine::ServerOptions options = engine::DefaultServerOptions();
 //   options.listen_address = "127.0.0.1:0";          // tests: any free port
 //   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(options);
 //   if (!server.ok()) return server.status();
@@ -22,12 +22,13 @@
 #include "absl/time/time.h"
 #include "advantage/advantage.h"
 #include "common/clock.h"
+#include "engine/admission.h"
+#include "engine/config.h"
+#include "engine/metrics.h"
+#include "engine/run_telemetry.h"
+#include "engine/worker_pool.h"
 #include "scorers/accuracy.h"
-#include "service/admission.h"
-#include "service/config.h"
-#include "service/metrics.h"
-#include "service/run_telemetry.h"
-#include "service/worker_pool.h"
+#include "service/prometheus_metrics.h"
 
 namespace grpc {
 class Server;
@@ -36,9 +37,12 @@ namespace prometheus {
 class Exposer;
 }
 
+namespace rlscore::http {
+class HttpListener;
+}  // namespace rlscore::http
+
 namespace rlscore::service {
 
-class HttpListener;
 class ScoringService;
 
 // The grpc.health.v1 service name whose status says whether advantages can use a GPU: SERVING
@@ -61,7 +65,7 @@ class Server {
  public:
   // Binds, starts serving and marks health SERVING. Errors: INVALID_ARGUMENT for bad options,
   // UNAVAILABLE when an address cannot be bound (naming it).
-  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options,
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const engine::ServerOptions& options,
                                                        ServerDependencies dependencies = {});
 
   // Shuts down with no grace if Shutdown() was not called.
@@ -75,9 +79,9 @@ class Server {
   int http_port() const { return http_port_; }
   // The bound port of the health-only listener; 0 when it is disabled.
   int health_port() const { return health_port_; }
-  Metrics& metrics() { return *metrics_; }
+  PrometheusMetrics& metrics() { return *metrics_; }
   // Per-run telemetry recorded from ScoreGroups requests that carry a run_id.
-  const RunTelemetry& telemetry() const { return *telemetry_; }
+  const engine::RunTelemetry& telemetry() const { return *telemetry_; }
   std::string_view backend_name() const { return backend_->Name(); }
 
   // Marks health NOT_SERVING, stops accepting calls, lets in-flight calls finish for up to
@@ -91,16 +95,16 @@ class Server {
   Server() = default;
 
   std::shared_ptr<advantage::Backend> backend_;
-  std::unique_ptr<Metrics> metrics_;
+  std::unique_ptr<PrometheusMetrics> metrics_;
   std::shared_ptr<scorers::AccuracyScorer> accuracy_;
-  std::unique_ptr<WorkerPool> pool_;      // scores the groups of a call in parallel
-  std::unique_ptr<WorkerPool> calls_;     // runs the calls themselves, off gRPC's threads
-  std::unique_ptr<MemoryBudget> memory_;  // admits gRPC and HTTP calls alike
-  std::unique_ptr<RunTelemetry> telemetry_;
+  std::unique_ptr<engine::WorkerPool> pool_;      // scores the groups of a call in parallel
+  std::unique_ptr<engine::WorkerPool> calls_;     // runs the calls themselves, off gRPC's threads
+  std::unique_ptr<engine::MemoryBudget> memory_;  // admits gRPC and HTTP calls alike
+  std::unique_ptr<engine::RunTelemetry> telemetry_;
   std::unique_ptr<ScoringService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   std::unique_ptr<prometheus::Exposer> exposer_;
-  std::unique_ptr<HttpListener> http_;
+  std::unique_ptr<http::HttpListener> http_;
   // Serves only grpc.health.v1 (options.health_address), mirroring grpc_server_'s statuses.
   std::unique_ptr<grpc::Server> health_server_;
   int port_ = 0;

@@ -3,7 +3,7 @@
 
 Four ComputeAdvantages of 40 million rewards in groups of eight (325 MB each on the wire) are
 sent at once to a server started with --memory-budget-bytes=1 GiB. Each is charged the peak its
-handling reaches (about 915 MB: service/request_cost.h), so one is admitted and answered
+handling reaches (about 915 MB: engine/request_cost.h), so one is admitted and answered
 correctly, and the others are refused RESOURCE_EXHAUSTED naming the budget, with the trailer that
 tells clients to retry. The server's peak RSS (VmHWM) must stay under
 

@@ -27,6 +27,13 @@
 #include "tests/service/test_client.h"
 
 namespace rlscore::service {
+using engine::ApplyConfigText;
+using engine::DefaultServerOptions;
+using engine::Method;
+using engine::ServerOptions;
+}  // namespace rlscore::service
+
+namespace rlscore::service {
 namespace {
 
 using ::testing::HasSubstr;
@@ -295,7 +302,8 @@ TEST_F(ServerTest, ScoreGroupsAndScoreThroughTheStub) {
   EXPECT_THAT(metrics, HasSubstr("rlscore_tokens_estimated_total 1"));
 }
 
-// The AST repetition rules (docs/REPETITION.md) over the wire: which AST rule fired, where, the budget skip, and their metrics.
+// The AST repetition rules (docs/REPETITION.md) over the wire: which AST rule fired, where, the
+// budget skip, and their metrics.
 TEST(ServerAst, RepetitionReportsAndMetrics) {
   ServerOptions options = TestOptions();
   ASSERT_TRUE(ApplyConfigText(R"pb(profiles {

@@ -13,7 +13,7 @@ summary is recomputed: counts summed, the reward mean and deviation combined wit
 update of Chan, Golub & LeVeque (1979) over a tree of adjacent chunks, as the server combines its
 groups (advantage/reference.h) -- the same formula over a coarser tree, so reward_mean and
 reward_std may differ from the unsplit call's in the last bits. Score's aggregate is recomputed
-exactly as the server computes it (service/score_aggregate.cc).
+exactly as the server computes it (engine/score_aggregate.cc).
 
 Pure: protobuf messages in, protobuf messages out; no I/O. Thread-safe (no shared state).
 """

@@ -1,0 +1,47 @@
+// A fixed pool of threads that scores the groups of a batch on every core.
+//
+//   WorkerPool pool(/*threads=*/0);                 // one per core
+//   pool.ParallelFor(groups.size(), [&](size_t g) { ScoreGroupInto(g, &results[g]); });
+//
+// ParallelFor hands out indices dynamically and returns when every index is done; each index
+// writes only its own slot, so results do not depend on the thread count.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace rlscore::engine {
+
+// Thread-safe: ParallelFor may be called from many threads at once (calls share the workers).
+class WorkerPool {
+ public:
+  // `threads` == 0 means std::thread::hardware_concurrency().
+  explicit WorkerPool(unsigned threads);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  unsigned size() const { return static_cast<unsigned>(workers_.size()); }
+
+  // Queues `task` to run on a pool thread and returns at once.
+  void Submit(std::function<void()> task);
+
+  // Runs fn(0) … fn(n - 1) on the pool and the calling thread; returns when all have returned.
+  void ParallelFor(size_t n, const std::function<void(size_t)>& fn);
+
+ private:
+  void Run();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace rlscore::engine

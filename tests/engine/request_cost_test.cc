@@ -1,0 +1,105 @@
+#include "engine/request_cost.h"
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "rlscore/v1/advantage.pb.h"
+#include "rlscore/v1/scoring.pb.h"
+
+namespace rlscore::engine {
+namespace {
+
+// `wire` cut into pieces of `size` bytes (the last shorter), as gRPC's slices cut a request.
+std::vector<std::string_view> Pieces(const std::string& wire, size_t size) {
+  std::vector<std::string_view> pieces;
+  for (size_t at = 0; at < wire.size(); at += size) {
+    pieces.push_back(std::string_view(wire).substr(at, size));
+  }
+  return pieces;
+}
+
+uint64_t Peak(Method method, const std::string& wire, size_t piece) {
+  return PeakBytes(method, Pieces(wire, piece));
+}
+
+// The charge request_cost.h states for n rewards, G groups, O outcomes.
+uint64_t AdvantagesPeak(uint64_t n, uint64_t g, uint64_t o) {
+  return (8 * n + 8 * g + 9 * o) + 24 * g + (8 * n + 23 * g + 1024);
+}
+
+TEST(RequestCost, ComputeAdvantagesIsChargedByItsShapeHoweverItIsCut) {
+  for (const auto& [n, group] : std::vector<std::pair<int, int>>{
+           {1, 1}, {8, 8}, {1000, 1}, {1000, 8}, {4096, 64}, {65536, 16}}) {
+    SCOPED_TRACE(testing::Message() << n << " rewards in groups of " << group);
+    v1::ComputeAdvantagesRequest request;
+    for (int i = 0; i < n; ++i) request.add_rewards(i % 3);
+    for (int g = 0; g < n / group; ++g) request.add_group_sizes(static_cast<uint32_t>(group));
+    request.set_run_id("run");
+    const std::string wire = request.SerializeAsString();
+    const uint64_t expected = AdvantagesPeak(n, n / group, 0);
+    EXPECT_EQ(Peak(Method::kComputeAdvantages, wire, wire.size()), expected);
+    for (size_t piece : {1, 7, 4096}) {
+      EXPECT_EQ(Peak(Method::kComputeAdvantages, wire, piece), expected) << piece;
+    }
+  }
+}
+
+TEST(RequestCost, UnpackedAndOutcomesCountToo) {
+  // rewards as unpacked fixed64 fields (key 0x09) and group sizes as unpacked varints (0x10),
+  // which any protobuf parser accepts; two outcomes, packed.
+  std::string wire;
+  for (int i = 0; i < 3; ++i) wire += std::string("\x09", 1) + std::string(8, '\0');
+  wire += std::string("\x10\x03", 2);
+  wire += std::string("\x1a\x02\x01\x02", 4);
+  v1::ComputeAdvantagesRequest parsed;
+  ASSERT_TRUE(parsed.ParseFromString(wire));
+  ASSERT_EQ(parsed.rewards_size(), 3);
+  EXPECT_EQ(Peak(Method::kComputeAdvantages, wire, 5), AdvantagesPeak(3, 1, 2));
+}
+
+TEST(RequestCost, ScoringIsChargedItsBytesTwiceAndEachCompletion) {
+  v1::ScoreGroupsRequest groups;
+  v1::ScoreRequest items;
+  for (int g = 0; g < 50; ++g) {
+    v1::Group* group = groups.add_groups();
+    group->add_references("42");
+    group->set_prompt_id("p");
+    for (int c = 0; c < 8; ++c) {
+      const std::string text =
+          "<think>" + std::string(static_cast<size_t>(100 * c), 'x') + "</think> \\boxed{42}";
+      group->add_completions()->set_text(text);
+      v1::ScoreItem* item = items.add_items();
+      item->mutable_completion()->set_text(text);
+      item->add_references("42");
+    }
+  }
+  const std::string g = groups.SerializeAsString();
+  const std::string i = items.SerializeAsString();
+  for (size_t piece : {g.size(), size_t{3}, size_t{1000}}) {
+    EXPECT_EQ(Peak(Method::kScoreGroups, g, piece), 2 * g.size() + 400 * kBytesPerCompletion);
+  }
+  for (size_t piece : {i.size(), size_t{3}}) {
+    EXPECT_EQ(Peak(Method::kScore, i, piece), 2 * i.size() + 400 * kBytesPerCompletion);
+  }
+}
+
+TEST(RequestCost, JsonBodiesAreChargedPerByteAndPerString) {
+  const std::string body = R"({"prompt": "q", "response": "<think>a</think> 42", "label": "42"})";
+  EXPECT_EQ(JsonPeakBytes(body), 4 * body.size() + 12 * (kBytesPerCompletion / 2));
+  EXPECT_EQ(JsonPeakBytes(""), 0u);
+}
+
+TEST(RequestCost, BytesThatAreNotARequestAreChargedTwiceTheirSize) {
+  const std::string garbage = "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff";
+  EXPECT_EQ(Peak(Method::kComputeAdvantages, garbage, 4), 2 * garbage.size());
+  EXPECT_EQ(Peak(Method::kScoreGroups, garbage, 4), 2 * garbage.size());
+  // A length that runs past the end.
+  const std::string cut = std::string("\x12\x40", 2) + "abc";
+  EXPECT_EQ(Peak(Method::kScoreGroups, cut, 2), 2 * cut.size());
+  EXPECT_EQ(Peak(Method::kGetRunHealth, cut, 2), cut.size());
+}
+
+}  // namespace
+}  // namespace rlscore::engine
