@@ -10,7 +10,7 @@
 // of the grammar (tree-sitter's ts_parser__do_all_potential_reductions), so text that is not
 // code, the common failure inside a fence, spent 56 % of its parse time in that search
 // (`perf record` on ast_repetition_fuzz's corpus, Debian's runtime 0.20.7; 0.25's does the same).
-// With every row dense, the detector runs that corpus 2.3 times faster (docs/PERFORMANCE.md).
+// With every row dense, the detector ran that corpus 2.3 times faster (bench/ast_bench).
 //
 // Cost: state_count x symbol_count x 2 bytes, once per grammar: 9.3 MB for C++, 1.5 MB for C,
 // 1.5 MB for Python, 0.9 MB for JavaScript, 0.7 MB for both Markdown grammars; building the C++
