@@ -7,13 +7,17 @@ set -euo pipefail
 transport='libgrpc|libgpr|civetweb|prometheus'
 control=$1
 shift
-if ! ldd "$control" | grep -Eq "$transport"; then
+# ldd's output is read whole first: grep -q stops reading at its first match, and under pipefail
+# ldd's SIGPIPE would fail the pipeline.
+control_libraries=$(ldd "$control")
+if ! grep -Eq "$transport" <<<"$control_libraries"; then
   echo "FAIL: ldd shows no transport library in the control $control; the check cannot see them"
   exit 1
 fi
 status=0
 for binary in "$@"; do
-  if found=$(ldd "$binary" | grep -E "$transport"); then
+  libraries=$(ldd "$binary")
+  if found=$(grep -E "$transport" <<<"$libraries"); then
     echo "FAIL: $binary, built from the engine alone, loads:"
     echo "$found"
     status=1
