@@ -2,12 +2,10 @@
 
 #include <unistd.h>
 
-#include <condition_variable>
 #include <deque>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -25,6 +23,7 @@
 #include "cli/flags.h"
 #include "cli/report.h"
 #include "cli/rollouts.h"
+#include "common/mutex.h"
 #include "common/strings.h"
 #include "engine/config.h"
 #include "engine/score_aggregate.h"
@@ -178,37 +177,37 @@ class BatchQueue {
 
   // False (and `batch` dropped) once Close() was called.
   bool Push(Batch batch) {
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait(lock, [&] { return closed_ || batches_.size() < capacity_; });
+    MutexLock lock(&mu_);
+    while (!closed_ && batches_.size() >= capacity_) changed_.Wait(&mu_);
     if (closed_) return false;
     batches_.push_back(std::move(batch));
-    changed_.notify_all();
+    changed_.SignalAll();
     return true;
   }
 
   // The next batch; nullopt when the queue is closed and empty.
   std::optional<Batch> Pop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    changed_.wait(lock, [&] { return closed_ || !batches_.empty(); });
+    MutexLock lock(&mu_);
+    while (!closed_ && batches_.empty()) changed_.Wait(&mu_);
     if (batches_.empty()) return std::nullopt;
     Batch batch = std::move(batches_.front());
     batches_.pop_front();
-    changed_.notify_all();
+    changed_.SignalAll();
     return batch;
   }
 
   void Close() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     closed_ = true;
-    changed_.notify_all();
+    changed_.SignalAll();
   }
 
  private:
   const size_t capacity_;
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::deque<Batch> batches_;
-  bool closed_ = false;
+  Mutex mu_;
+  CondVar changed_;  // a batch was pushed or popped, or the queue closed
+  std::deque<Batch> batches_ ABSL_GUARDED_BY(mu_);
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Reads and parses rollouts on one thread while the previous batch is scored on another, and

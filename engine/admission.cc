@@ -24,7 +24,7 @@ absl::StatusOr<MemoryBudget::Grant> MemoryBudget::Admit(uint64_t bytes) {
         ", more than the whole memory budget memory_budget_bytes = ", Mebibytes(limit_),
         ": send smaller requests (fewer rewards or completions per call)"));
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   if (in_use_ + bytes > limit_) {
     return MarkRetryable(absl::ResourceExhaustedError(absl::StrCat(
                              "memory admission: handling this request needs about ",
@@ -38,7 +38,7 @@ absl::StatusOr<MemoryBudget::Grant> MemoryBudget::Admit(uint64_t bytes) {
 }
 
 uint64_t MemoryBudget::in_use() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return in_use_;
 }
 
@@ -54,7 +54,7 @@ MemoryBudget::Grant& MemoryBudget::Grant::operator=(Grant&& other) noexcept {
 
 void MemoryBudget::Grant::Release() {
   if (budget_ == nullptr) return;
-  std::lock_guard<std::mutex> lock(budget_->mu_);
+  MutexLock lock(&budget_->mu_);
   budget_->in_use_ -= bytes_;
   budget_ = nullptr;
 }

@@ -16,13 +16,13 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 
 namespace rlscore::engine {
 
@@ -65,10 +65,8 @@ class MemoryBudget {
 
  private:
   const uint64_t limit_;
-  // std::mutex, as elsewhere here: Debian's abseil is not built with ThreadSanitizer, so TSan
-  // would not see the order an absl::Mutex imposes.
-  mutable std::mutex mu_;
-  uint64_t in_use_ = 0;  // guarded by mu_
+  mutable Mutex mu_;
+  uint64_t in_use_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Marks `status` as a refusal that the same request may retry after a backoff: the server was

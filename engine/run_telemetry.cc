@@ -7,7 +7,7 @@ RunTelemetry::RunTelemetry(size_t max_runs, size_t window)
 
 std::optional<std::string> RunTelemetry::Record(std::string_view run_id,
                                                 const BatchTelemetry& batch) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   std::optional<std::string> evicted;
   auto it = runs_.find(run_id);
   if (it == runs_.end()) {
@@ -33,14 +33,14 @@ std::optional<std::string> RunTelemetry::Record(std::string_view run_id,
 }
 
 std::vector<BatchTelemetry> RunTelemetry::Window(std::string_view run_id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   auto it = runs_.find(run_id);
   if (it == runs_.end()) return {};
   return std::vector<BatchTelemetry>(it->second.batches.begin(), it->second.batches.end());
 }
 
 std::vector<std::string> RunTelemetry::Runs() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(&mu_);
   return std::vector<std::string>(recency_.begin(), recency_.end());
 }
 

@@ -16,11 +16,12 @@
 #include <deque>
 #include <list>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace rlscore::engine {
 
@@ -66,9 +67,9 @@ class RunTelemetry {
 
   const size_t max_runs_;
   const size_t window_;
-  mutable std::mutex mu_;
-  std::list<std::string> recency_;  // front: most recent
-  std::map<std::string, Run, std::less<>> runs_;
+  mutable Mutex mu_;
+  std::list<std::string> recency_ ABSL_GUARDED_BY(mu_);  // front: most recent
+  std::map<std::string, Run, std::less<>> runs_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace rlscore::engine

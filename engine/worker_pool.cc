@@ -13,10 +13,10 @@ WorkerPool::WorkerPool(unsigned threads) {
 
 WorkerPool::~WorkerPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   for (std::thread& t : workers_) t.join();
 }
 
@@ -24,8 +24,8 @@ void WorkerPool::Run() {
   for (;;) {
     std::function<void()> task;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !tasks_.empty(); });
+      MutexLock lock(&mu_);
+      while (!stopping_ && tasks_.empty()) cv_.Wait(&mu_);
       if (tasks_.empty()) return;  // stopping and drained
       task = std::move(tasks_.front());
       tasks_.pop_front();
@@ -36,10 +36,10 @@ void WorkerPool::Run() {
 
 void WorkerPool::Submit(std::function<void()> task) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     tasks_.push_back(std::move(task));
   }
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
@@ -48,9 +48,9 @@ void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
   // work, so the state lives as long as the last of them.
   struct State {
     std::atomic<size_t> next{0};
-    std::mutex mu;
-    std::condition_variable done_cv;
-    size_t done = 0;
+    Mutex mu;
+    CondVar done_cv;
+    size_t done ABSL_GUARDED_BY(mu) = 0;
   };
   auto state = std::make_shared<State>();
   const size_t total = n;
@@ -61,20 +61,20 @@ void WorkerPool::ParallelFor(size_t n, const std::function<void(size_t)>& fn) {
       ++finished;
     }
     if (finished > 0) {
-      std::lock_guard<std::mutex> lock(state->mu);
+      MutexLock lock(&state->mu);
       state->done += finished;
-      if (state->done == total) state->done_cv.notify_all();
+      if (state->done == total) state->done_cv.SignalAll();
     }
   };
   const size_t helpers = std::min<size_t>(workers_.size(), n - 1);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     for (size_t h = 0; h < helpers; ++h) tasks_.emplace_back(drain);
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   drain();
-  std::unique_lock<std::mutex> lock(state->mu);
-  state->done_cv.wait(lock, [&] { return state->done == total; });
+  MutexLock lock(&state->mu);
+  while (state->done != total) state->done_cv.Wait(&state->mu);
 }
 
 }  // namespace rlscore::engine

@@ -7,13 +7,13 @@
 // writes only its own slot, so results do not depend on the thread count.
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "common/mutex.h"
 
 namespace rlscore::engine {
 
@@ -37,11 +37,11 @@ class WorkerPool {
  private:
   void Run();
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;
-  bool stopping_ = false;
-  std::vector<std::thread> workers_;
+  Mutex mu_;
+  CondVar cv_;  // a task was queued, or the pool is stopping
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> workers_;  // set by the constructor, then only read
 };
 
 }  // namespace rlscore::engine

@@ -242,7 +242,7 @@ absl::Status HttpListener::Score(Protocol protocol, const std::string& body,
     if (context_.metrics != nullptr) context_.metrics->RecordPromptNotFound(prompts_not_found);
     uint64_t total = 0;
     {
-      std::lock_guard<std::mutex> lock(steps_mu_);
+      MutexLock lock(&steps_mu_);
       total = prompts_not_found_ += prompts_not_found;
     }
     // The first time, then at each power of two: visible without flooding the log.
@@ -269,7 +269,7 @@ absl::Status HttpListener::Score(Protocol protocol, const std::string& body,
 }
 
 int64_t HttpListener::NextStep(const std::string& run_id) {
-  std::lock_guard<std::mutex> lock(steps_mu_);
+  MutexLock lock(&steps_mu_);
   if (next_step_.size() >= kMaxCountedRuns && !next_step_.contains(run_id)) next_step_.clear();
   return next_step_[run_id]++;
 }

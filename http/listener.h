@@ -27,6 +27,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "common/mutex.h"
 #include "engine/admission.h"
 #include "engine/config.h"
 #include "engine/scoring_engine.h"
@@ -76,9 +77,9 @@ class HttpListener {
   engine::ScoringContext context_{};
   engine::WorkerPool* calls_ = nullptr;
   engine::MemoryBudget* memory_ = nullptr;
-  std::mutex steps_mu_;
-  absl::flat_hash_map<std::string, int64_t> next_step_;  // guarded by steps_mu_
-  uint64_t prompts_not_found_ = 0;                       // guarded by steps_mu_
+  Mutex steps_mu_;
+  absl::flat_hash_map<std::string, int64_t> next_step_ ABSL_GUARDED_BY(steps_mu_);
+  uint64_t prompts_not_found_ ABSL_GUARDED_BY(steps_mu_) = 0;
   mg_context* civetweb_ = nullptr;
   int port_ = 0;
   std::once_flag stop_once_;

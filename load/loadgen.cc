@@ -31,7 +31,6 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,6 +41,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "cli/flags.h"
+#include "common/mutex.h"
 #include "rlscore/v1/scoring_service.grpc.pb.h"
 #include "service/grpc_status.h"
 #include "service/health_check.h"
@@ -182,7 +182,7 @@ class Lane {
       : method_(std::move(method)), measure_from_(measure_from) {}
 
   void Sent() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++tally_.sent;
   }
   // `planned` is the code the call should get; `shape_error` is non-empty when an OK answer was
@@ -190,7 +190,7 @@ class Lane {
   void Answered(absl::StatusCode planned, const absl::Status& status,
                 const std::string& shape_error, Clock::time_point started) {
     const Clock::time_point now = Clock::now();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     ++tally_.codes[CodeName(status.code())];
     if (status.code() == planned && shape_error.empty()) {
       ++tally_.as_planned;
@@ -210,15 +210,15 @@ class Lane {
   }
   const std::string& method() const { return method_; }
   Tally tally() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     return tally_;
   }
 
  private:
   const std::string method_;
   const Clock::time_point measure_from_;
-  mutable std::mutex mu_;
-  Tally tally_;
+  mutable Mutex mu_;
+  Tally tally_ ABSL_GUARDED_BY(mu_);
 };
 
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {

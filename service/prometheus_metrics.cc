@@ -335,7 +335,7 @@ void PrometheusMetrics::RecordGenerationStop(scorers::StopReason reason) {
 }
 
 void PrometheusMetrics::SetRunHealth(const engine::RunHealthReport& report) {
-  std::lock_guard<std::mutex> lock(runs_mu_);
+  MutexLock lock(&runs_mu_);
   std::vector<prometheus::Gauge*>& gauges = run_gauges_[report.run_id];
   // Gauges are created once per run and signal; Add returns the existing one after that.
   gauges.clear();
@@ -350,7 +350,7 @@ void PrometheusMetrics::SetRunHealth(const engine::RunHealthReport& report) {
 }
 
 void PrometheusMetrics::RemoveRun(std::string_view run_id) {
-  std::lock_guard<std::mutex> lock(runs_mu_);
+  MutexLock lock(&runs_mu_);
   auto it = run_gauges_.find(run_id);
   if (it == run_gauges_.end()) return;
   run_level_->Remove(it->second.front());

@@ -11,13 +11,13 @@
 #include <array>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/types/span.h"
+#include "common/mutex.h"
 #include "engine/metrics.h"
 
 namespace prometheus {
@@ -103,7 +103,7 @@ class PrometheusMetrics final : public engine::Metrics {
   std::array<prometheus::Counter*, 2> generation_stops_{};  // by scorers::StopReason
   prometheus::Family<prometheus::Gauge>* run_level_;
   prometheus::Family<prometheus::Gauge>* run_signal_;
-  std::mutex runs_mu_;
+  Mutex runs_mu_;
   std::map<std::string, std::vector<prometheus::Gauge*>, std::less<>> run_gauges_
       ABSL_GUARDED_BY(runs_mu_);
 };

@@ -241,7 +241,7 @@ grpc::ServerUnaryReactor* ScoringService::Offload(engine::Method method,
   const int limit = static_cast<int>(options_.limits.max_concurrent_calls);
   int taken = 0;
   {
-    std::lock_guard<std::mutex> lock(calls_mu_);
+    MutexLock lock(&calls_mu_);
     taken = calls_taken_;
     if (taken < limit) {
       ++calls_taken_;  // given back by the reactor's OnDone
@@ -264,9 +264,9 @@ grpc::ServerUnaryReactor* ScoringService::Offload(engine::Method method,
   if (!grant.ok()) {
     metrics_->RecordAdmissionRefusal(engine::RetryableLimit(grant.status()).has_value());
     {
-      std::lock_guard<std::mutex> lock(calls_mu_);
+      MutexLock lock(&calls_mu_);
       --calls_taken_;
-      if (--calls_in_flight_ == 0) calls_done_.notify_all();
+      if (--calls_in_flight_ == 0) calls_done_.SignalAll();
     }
     DiscardRequest(request);
     return Finish(method, context, start, grant.status());
@@ -283,21 +283,25 @@ grpc::ServerUnaryReactor* ScoringService::Offload(engine::Method method,
     }
     metrics_->CallFinished(method, status.code(), absl::Now() - start);
     reactor->Finish(ToGrpcStatus(status));
-    std::lock_guard<std::mutex> lock(calls_mu_);
-    if (--calls_in_flight_ == 0) calls_done_.notify_all();
+    MutexLock lock(&calls_mu_);
+    if (--calls_in_flight_ == 0) calls_done_.SignalAll();
   });
   return reactor;
 }
 
 void ScoringService::WaitForCalls() {
-  std::unique_lock<std::mutex> lock(calls_mu_);
-  calls_done_.wait(lock, [this] { return calls_in_flight_ == 0; });
+  MutexLock lock(&calls_mu_);
+  while (calls_in_flight_ != 0) calls_done_.Wait(&calls_mu_);
 }
 
 bool ScoringService::WaitForAnswers(absl::Time deadline) {
-  std::unique_lock<std::mutex> lock(calls_mu_);
-  return calls_done_.wait_until(lock, absl::ToChronoTime(deadline),
-                                [this] { return calls_in_flight_ == 0 && answers_open_ == 0; });
+  MutexLock lock(&calls_mu_);
+  while (calls_in_flight_ != 0 || answers_open_ != 0) {
+    if (!calls_done_.WaitUntil(&calls_mu_, absl::ToChronoTime(deadline))) {
+      return calls_in_flight_ == 0 && answers_open_ == 0;
+    }
+  }
+  return true;
 }
 
 grpc::ServerUnaryReactor* ScoringService::NewReactor(bool holds_place,
@@ -312,9 +316,9 @@ grpc::ServerUnaryReactor* ScoringService::NewReactor(bool holds_place,
       grant_ = engine::MemoryBudget::Grant();  // the answer is written out: its memory is free
       if (charged) service_->metrics_->SetMemoryInUse(service_->memory_.in_use());
       {
-        std::lock_guard<std::mutex> lock(service_->calls_mu_);
+        MutexLock lock(&service_->calls_mu_);
         if (holds_place_) --service_->calls_taken_;
-        if (--service_->answers_open_ == 0) service_->calls_done_.notify_all();
+        if (--service_->answers_open_ == 0) service_->calls_done_.SignalAll();
       }
       delete this;
     }
@@ -324,7 +328,7 @@ grpc::ServerUnaryReactor* ScoringService::NewReactor(bool holds_place,
     const bool holds_place_;
     engine::MemoryBudget::Grant grant_;
   };
-  std::lock_guard<std::mutex> lock(calls_mu_);
+  MutexLock lock(&calls_mu_);
   ++answers_open_;
   return new Reactor(this, holds_place, std::move(grant));
 }

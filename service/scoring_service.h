@@ -7,15 +7,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "advantage/advantage.h"
 #include "common/clock.h"
+#include "common/mutex.h"
 #include "engine/admission.h"
 #include "engine/config.h"
 #include "engine/metrics.h"
@@ -113,14 +112,15 @@ class ScoringService final : public ScoringServiceBase {
   const Clock* const clock_;
   const engine::ScoringContext scoring_;
   engine::WorkerPool* const calls_;
-  std::mutex calls_mu_;
-  std::condition_variable calls_done_;
-  // Guarded by calls_mu_: calls handed to the call pool and not yet answered; calls taken
-  // (admitted within max_concurrent_calls) that gRPC is not yet done with, answer written or
-  // call cancelled; unary reactors not yet done.
-  int calls_in_flight_ = 0;
-  int calls_taken_ = 0;
-  int answers_open_ = 0;
+  Mutex calls_mu_;
+  CondVar calls_done_;  // one of the counts below reached zero
+  // Calls handed to the call pool and not yet answered.
+  int calls_in_flight_ ABSL_GUARDED_BY(calls_mu_) = 0;
+  // Calls taken (admitted within max_concurrent_calls) that gRPC is not yet done with, answer
+  // written or call cancelled.
+  int calls_taken_ ABSL_GUARDED_BY(calls_mu_) = 0;
+  // Unary reactors not yet done.
+  int answers_open_ ABSL_GUARDED_BY(calls_mu_) = 0;
   std::atomic<uint32_t> open_streams_ = 0;  // MonitorGeneration streams open now
   std::atomic<bool> draining_ = false;
   std::atomic<uint64_t> refused_while_draining_ = 0;

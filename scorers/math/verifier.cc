@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/mutex.h"
 #include "common/strings.h"
 #include "scorers/math/equivalence.h"
 #include "scorers/math/evaluate.h"
@@ -246,13 +246,13 @@ class ExtractingJudge : public Judge {
       return result;
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(&mu_);
       auto it = cache_.find(result.extracted);
       if (it != cache_.end()) return it->second;
     }
     Compare(extracted, &result);
     result.accuracy = result.verdict == Verdict::kCorrect ? 1.0 : 0.0;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(&mu_);
     if (cache_.size() < kMaxCachedVerdicts) cache_.emplace(result.extracted, result);
     return result;
   }
@@ -266,8 +266,8 @@ class ExtractingJudge : public Judge {
 
  private:
   const Fallback fallback_;
-  mutable std::mutex mu_;
-  mutable std::map<std::string, AccuracyResult, std::less<>> cache_;
+  mutable Mutex mu_;
+  mutable std::map<std::string, AccuracyResult, std::less<>> cache_ ABSL_GUARDED_BY(mu_);
 };
 
 class UnparseableJudge final : public Judge {
