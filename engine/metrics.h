@@ -41,6 +41,9 @@ class Metrics {
 
   virtual void CallStarted(Method method) = 0;
   virtual void CallFinished(Method method, absl::StatusCode code, absl::Duration elapsed) = 0;
+  // The transport reported the call cancelled (the client gave up or its deadline passed) while
+  // it was being handled: the work stops at its next check, and CallFinished follows.
+  virtual void CallCancelled(Method method) = 0;
   virtual void RecordAdvantageBatch(const advantage::BatchSummary& summary) = 0;
   // The preferred backend, set once at start: "cpu" or "cuda".
   virtual void SetBackend(std::string_view backend) = 0;

@@ -80,7 +80,10 @@ class MonitorStream final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grp
     StartWriteAndFinish(&out_, grpc::WriteOptions(), grpc::Status::OK);
   }
 
-  void OnCancel() override { cancelled_ = true; }
+  void OnCancel() override {
+    cancelled_ = true;
+    metrics_->CallCancelled(Method::kMonitorGeneration);
+  }
 
   void OnDone() override {
     AcquireHandoff(this);

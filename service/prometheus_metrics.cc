@@ -20,6 +20,7 @@ enum class F {
   kRequests,
   kRequestDuration,
   kRequestsInFlight,
+  kRequestsCancelled,
   kBatchRewards,
   kRewards,
   kUnscorable,
@@ -61,6 +62,9 @@ constexpr MetricFamilySpec kFamilies[] = {
     {"rlscore_request_duration_seconds", kHistogram, "method",
      "Time to handle an RPC, from its arrival to its answer"},
     {"rlscore_requests_in_flight", kGauge, "method", "RPCs being handled now"},
+    {"rlscore_requests_cancelled_total", kCounter, "method",
+     "Calls cancelled while being handled (the client gave up or its deadline passed), counted "
+     "when the transport reports it"},
     {"rlscore_advantage_batch_rewards", kHistogram, "",
      "Rewards per batch given to the advantage engine"},
     {"rlscore_advantage_rewards_total", kCounter, "",
@@ -200,6 +204,7 @@ PrometheusMetrics::PrometheusMetrics() : registry_(std::make_shared<prometheus::
     const std::string name(engine::MethodName(static_cast<Method>(m)));
     durations_[m] = &f.Histogram(F::kRequestDuration).Add({{"method", name}}, LatencyBuckets());
     in_flight_[m] = &f.Gauge(F::kRequestsInFlight).Add({{"method", name}});
+    cancelled_[m] = &f.Counter(F::kRequestsCancelled).Add({{"method", name}});
   }
   batch_rewards_ = &f.Histogram(F::kBatchRewards).Add({}, BatchBuckets());
   rewards_ = &f.Counter(F::kRewards).Add({});
@@ -265,6 +270,10 @@ void PrometheusMetrics::CallStarted(Method method) {
   in_flight_[static_cast<int>(method)]->Increment();
 }
 
+void PrometheusMetrics::CallCancelled(Method method) {
+  cancelled_[static_cast<int>(method)]->Increment();
+}
+
 void PrometheusMetrics::CallFinished(Method method, absl::StatusCode code, absl::Duration elapsed) {
   const int m = static_cast<int>(method);
   in_flight_[m]->Decrement();
@@ -272,6 +281,7 @@ void PrometheusMetrics::CallFinished(Method method, absl::StatusCode code, absl:
   requests_->Add({{"method", std::string(engine::MethodName(method))}, {"code", CodeName(code)}})
       .Increment();
 }
+
 void PrometheusMetrics::RecordAdvantageBatch(const advantage::BatchSummary& summary) {
   batch_rewards_->Observe(static_cast<double>(summary.rewards));
   rewards_->Increment(static_cast<double>(summary.rewards));

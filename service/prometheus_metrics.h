@@ -58,6 +58,7 @@ class PrometheusMetrics final : public engine::Metrics {
 
   void CallStarted(engine::Method method) override;
   void CallFinished(engine::Method method, absl::StatusCode code, absl::Duration elapsed) override;
+  void CallCancelled(engine::Method method) override;
   void RecordAdvantageBatch(const advantage::BatchSummary& summary) override;
   void SetBackend(std::string_view backend) override;
   void RecordAdvantageBackend(std::string_view backend) override;
@@ -76,6 +77,7 @@ class PrometheusMetrics final : public engine::Metrics {
   prometheus::Family<prometheus::Counter>* requests_;
   std::array<prometheus::Histogram*, engine::kNumMethods> durations_;
   std::array<prometheus::Gauge*, engine::kNumMethods> in_flight_;
+  std::array<prometheus::Counter*, engine::kNumMethods> cancelled_;
   prometheus::Histogram* batch_rewards_;
   prometheus::Counter* rewards_;
   prometheus::Counter* unscorable_;

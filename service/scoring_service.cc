@@ -272,7 +272,7 @@ grpc::ServerUnaryReactor* ScoringService::Offload(engine::Method method,
     return Finish(method, context, start, grant.status());
   }
   metrics_->SetMemoryInUse(memory_.in_use());
-  grpc::ServerUnaryReactor* reactor = NewReactor(/*holds_place=*/true, *std::move(grant));
+  grpc::ServerUnaryReactor* reactor = NewReactor(method, /*holds_place=*/true, *std::move(grant));
   calls_->Submit([this, method, start, reactor, work = std::move(work)] {
     absl::Status status;
     try {
@@ -304,13 +304,16 @@ bool ScoringService::WaitForAnswers(absl::Time deadline) {
   return true;
 }
 
-grpc::ServerUnaryReactor* ScoringService::NewReactor(bool holds_place,
+grpc::ServerUnaryReactor* ScoringService::NewReactor(engine::Method method, bool holds_place,
                                                      engine::MemoryBudget::Grant grant) {
   // gRPC calls OnDone once it is done with the call, its answer written or the call cancelled.
   class Reactor : public grpc::ServerUnaryReactor {
    public:
-    Reactor(ScoringService* service, bool holds_place, engine::MemoryBudget::Grant grant)
-        : service_(service), holds_place_(holds_place), grant_(std::move(grant)) {}
+    Reactor(ScoringService* service, engine::Method method, bool holds_place,
+            engine::MemoryBudget::Grant grant)
+        : service_(service), method_(method), holds_place_(holds_place), grant_(std::move(grant)) {}
+    // The client gave up or the deadline passed; the work sees it at its next check.
+    void OnCancel() override { service_->metrics_->CallCancelled(method_); }
     void OnDone() override {
       const bool charged = grant_.bytes() != 0;
       grant_ = engine::MemoryBudget::Grant();  // the answer is written out: its memory is free
@@ -325,12 +328,13 @@ grpc::ServerUnaryReactor* ScoringService::NewReactor(bool holds_place,
 
    private:
     ScoringService* const service_;
+    const engine::Method method_;
     const bool holds_place_;
     engine::MemoryBudget::Grant grant_;
   };
   MutexLock lock(&calls_mu_);
   ++answers_open_;
-  return new Reactor(this, holds_place, std::move(grant));
+  return new Reactor(this, method, holds_place, std::move(grant));
 }
 
 grpc::ServerUnaryReactor* ScoringService::Finish(engine::Method method,
@@ -341,7 +345,7 @@ grpc::ServerUnaryReactor* ScoringService::Finish(engine::Method method,
     context->AddTrailingMetadata(std::string(engine::kRetryableTrailer), *limit);
   }
   grpc::ServerUnaryReactor* reactor =
-      NewReactor(/*holds_place=*/false, engine::MemoryBudget::Grant());
+      NewReactor(method, /*holds_place=*/false, engine::MemoryBudget::Grant());
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }

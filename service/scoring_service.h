@@ -99,7 +99,8 @@ class ScoringService final : public ScoringServiceBase {
   // A unary call's reactor, counted in answers_open_ until gRPC is done with it; one that
   // `holds_place` gives its place among max_concurrent_calls (calls_taken_) back then, and its
   // memory grant.
-  grpc::ServerUnaryReactor* NewReactor(bool holds_place, engine::MemoryBudget::Grant grant);
+  grpc::ServerUnaryReactor* NewReactor(engine::Method method, bool holds_place,
+                                       engine::MemoryBudget::Grant grant);
   // Answers a unary call with `status` and records it; a retryable refusal (admission.h) carries
   // the trailer engine::kRetryableTrailer naming its limit.
   grpc::ServerUnaryReactor* Finish(engine::Method method, grpc::CallbackServerContext* context,

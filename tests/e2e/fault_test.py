@@ -5,7 +5,7 @@ SIGTERM under load, clients that never read their stream or their answers, overs
 garbage protobuf messages and HTTP/2 frames, thousands of connections opening and closing, and bad
 config files.
 After each, the server must still answer (or, after SIGTERM, have answered every call it accepted
-and exited 0). Cancellation and deadlines mid-scoring are in tests/service/server_test.cc
+and exited 0). Cancellation and deadlines mid-scoring are in tests/service/server_faults_test.cc
 (ServerFaults), where a gated scorer makes them deterministic.
 
   /usr/bin/python3 tests/e2e/fault_test.py --binary build/cli/rlscore --stubs build/python

@@ -21,6 +21,7 @@ class CountingMetrics final : public Metrics {
  public:
   void CallStarted(Method) override {}
   void CallFinished(Method, absl::StatusCode, absl::Duration) override {}
+  void CallCancelled(Method) override {}
   void RecordAdvantageBatch(const advantage::BatchSummary&) override { ++batches; }
   void SetBackend(std::string_view) override {}
   void RecordAdvantageBackend(std::string_view) override {}

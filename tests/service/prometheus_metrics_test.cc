@@ -42,6 +42,7 @@ std::set<std::string> LabelSet(std::string_view labels) {
 void RecordEverything(PrometheusMetrics& metrics) {
   metrics.CallStarted(engine::Method::kScore);
   metrics.CallFinished(engine::Method::kScore, absl::StatusCode::kOk, absl::Milliseconds(3));
+  metrics.CallCancelled(engine::Method::kScore);
   advantage::BatchSummary summary;
   summary.rewards = 16;
   summary.groups = 2;
