@@ -1,11 +1,15 @@
 // Test data for the scoring benchmarks: realistic reasoning text that does not repeat, and a
-// ScoreGroups batch of it. Shared by scoring_bench and grpc_overhead_bench.
+// ScoreGroups batch of it, scored in process. Shared by scoring_bench and grpc_overhead_bench.
 #pragma once
+
+#include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <random>
 #include <string>
 
+#include "engine/config.h"
+#include "engine/local_engine.h"
 #include "rlscore/v1/scoring.pb.h"
 
 namespace rlscore::bench {
@@ -48,6 +52,20 @@ inline v1::ScoreGroupsRequest Batch() {
     }
   }
   return request;
+}
+
+// Times RunScoreGroups on Batch() in process, on `threads` scoring threads.
+inline void ScoreGroupsInProcess(benchmark::State& state, unsigned threads) {
+  const v1::ScoreGroupsRequest request = Batch();
+  engine::ServerOptions options = engine::DefaultServerOptions();
+  options.scoring_threads = threads;
+  const engine::LocalEngine engine(std::move(options));
+  for (auto _ : state) {
+    v1::ScoreGroupsResponse response;
+    absl::Status status = engine::RunScoreGroups(engine.context(), request, &response);
+    benchmark::DoNotOptimize(status);
+  }
+  state.SetItemsProcessed(state.iterations() * 256);
 }
 
 }  // namespace rlscore::bench

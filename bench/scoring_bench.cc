@@ -45,27 +45,7 @@ BENCHMARK(BM_ScoreLooping16k);
 constexpr unsigned kThreads = 2;  // this machine's cores; the server uses the same pool size
 
 void BM_ScoreGroupsInProcess(benchmark::State& state) {
-  const v1::ScoreGroupsRequest request = Batch();
-  engine::Limits limits;
-  engine::ProfileSet profiles = engine::DefaultProfiles(advantage::Options{});
-  auto accuracy = scorers::math::NewAccuracyScorer();
-  auto backend = advantage::NewCpuBackend();
-  engine::WorkerPool pool(kThreads);
-  const engine::ScoringContext context{.limits = &limits,
-                                       .profiles = &profiles,
-                                       .accuracy = accuracy.get(),
-                                       .backend = backend.get(),
-                                       .pool = &pool,
-                                       .metrics = nullptr,
-                                       .telemetry = nullptr,
-                                       .clock = nullptr,
-                                       .keep_going = nullptr};
-  for (auto _ : state) {
-    v1::ScoreGroupsResponse response;
-    absl::Status status = engine::RunScoreGroups(context, request, &response);
-    benchmark::DoNotOptimize(status);
-  }
-  state.SetItemsProcessed(state.iterations() * 256);
+  bench::ScoreGroupsInProcess(state, kThreads);
 }
 BENCHMARK(BM_ScoreGroupsInProcess)->UseRealTime()->Unit(benchmark::kMillisecond);
 

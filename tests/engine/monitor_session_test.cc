@@ -2,65 +2,31 @@
 
 #include <string>
 
-#include "advantage/advantage.h"
-#include "engine/scoring_engine.h"
-#include "engine/worker_pool.h"
+#include "engine/local_engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scorers/math/verifier.h"
+#include "tests/engine/monitor_requests.h"
 
 namespace rlscore::engine {
 namespace {
 
+using ::rlscore::testing::LoopingCompletion;
+using ::rlscore::testing::Start;
+using ::rlscore::testing::Text;
+using ::rlscore::testing::Tokens;
 using ::testing::HasSubstr;
-
-v1::MonitorGenerationRequest Start(uint32_t max_tokens = 0, const std::string& profile = "") {
-  v1::MonitorGenerationRequest r;
-  r.mutable_start()->set_max_tokens(max_tokens);
-  r.mutable_start()->set_profile(profile);
-  return r;
-}
-
-v1::MonitorGenerationRequest Text(const std::string& text) {
-  v1::MonitorGenerationRequest r;
-  r.mutable_text()->set_text(text);
-  return r;
-}
-
-v1::MonitorGenerationRequest Tokens(uint32_t first, uint32_t count) {
-  v1::MonitorGenerationRequest r;
-  for (uint32_t i = 0; i < count; ++i) r.mutable_tokens()->add_token_ids(first + i);
-  return r;
-}
-
-std::string LoopingCompletion() {
-  std::string text = "<think>We need the smallest prime factor of 2^20 - 1, so factor it first. ";
-  for (int k = 0; k < 8; ++k) {
-    text += "Wait, let me double check the previous step, but wait, consider another case. ";
-  }
-  return text + "</think> \\boxed{3}";
-}
 
 TEST(MonitorSession, StopsWhereTheBatchScorerReportsTheLoop) {
   const ServerOptions options = DefaultServerOptions();
   const std::string text = LoopingCompletion();
 
-  auto accuracy = scorers::math::NewAccuracyScorer();
-  auto backend = advantage::NewCpuBackend();
-  WorkerPool pool(1);
-  const ScoringContext context{.limits = &options.limits,
-                               .profiles = &options.profiles,
-                               .accuracy = accuracy.get(),
-                               .backend = backend.get(),
-                               .pool = &pool,
-                               .metrics = nullptr,
-                               .keep_going = nullptr};
+  const LocalEngine engine(options);
   v1::ScoreGroupsRequest batch;
   v1::Group* group = batch.add_groups();
   group->add_references("3");
   group->add_completions()->set_text(text);
   v1::ScoreGroupsResponse scored;
-  ASSERT_TRUE(RunScoreGroups(context, batch, &scored).ok());
+  ASSERT_TRUE(RunScoreGroups(engine.context(), batch, &scored).ok());
   const v1::RepetitionReport& report = scored.results(0).repetition();
   ASSERT_EQ(report.detector(), v1::REPETITION_DETECTOR_NGRAM);
 

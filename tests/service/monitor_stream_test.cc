@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "rlscore/v1/scoring_service.grpc.pb.h"
 #include "service/server.h"
+#include "tests/engine/monitor_requests.h"
 #include "tests/service/server_harness.h"
 #include "tests/service/test_client.h"
 
@@ -22,6 +23,10 @@ namespace rlscore::service {
 namespace {
 
 using engine::ServerOptions;
+using ::rlscore::testing::LoopingCompletion;
+using ::rlscore::testing::Start;
+using ::rlscore::testing::Text;
+using ::rlscore::testing::Tokens;
 using testing::ChannelTo;
 using ::testing::HasSubstr;
 using testing::IncidentRequest;
@@ -29,25 +34,6 @@ using testing::ScrapeUntil;
 using testing::SetDeadline;
 using testing::StartOrDie;
 using testing::TestOptions;
-
-v1::MonitorGenerationRequest Start(uint32_t max_tokens = 0, const std::string& profile = "") {
-  v1::MonitorGenerationRequest r;
-  r.mutable_start()->set_max_tokens(max_tokens);
-  r.mutable_start()->set_profile(profile);
-  return r;
-}
-
-v1::MonitorGenerationRequest Text(const std::string& text) {
-  v1::MonitorGenerationRequest r;
-  r.mutable_text()->set_text(text);
-  return r;
-}
-
-v1::MonitorGenerationRequest Tokens(uint32_t first, uint32_t count) {
-  v1::MonitorGenerationRequest r;
-  for (uint32_t i = 0; i < count; ++i) r.mutable_tokens()->add_token_ids(first + i);
-  return r;
-}
 
 // One MonitorGeneration stream: sends `messages` in order until the server stops reading,
 // half-closes, and returns the final status; the STOP, if one came, goes to `*stop`. Fails the
@@ -66,15 +52,6 @@ grpc::Status Monitor(v1::ScoringService::Stub& stub,
   if (stream->Read(&answer) && stop != nullptr) *stop = answer;
   EXPECT_FALSE(stream->Read(&answer)) << "a second answer";
   return stream->Finish();
-}
-
-// A reflection loop like the incident's, after an ordinary start.
-std::string LoopingCompletion() {
-  std::string text = "<think>We need the smallest prime factor of 2^20 - 1, so factor it first. ";
-  for (int k = 0; k < 8; ++k) {
-    text += "Wait, let me double check the previous step, but wait, consider another case. ";
-  }
-  return text + "</think> \\boxed{3}";
 }
 
 TEST(ServerMonitorGeneration, StopsWhereScoreGroupsReportsTheLoop) {

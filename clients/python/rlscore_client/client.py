@@ -50,6 +50,8 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 from . import _split
 from .errors import RlscoreError
+from .requests import (GroupLike, ItemLike, _enum, _floats, _ints, score_groups_request,
+                       score_request)
 
 DEFAULT_TARGET = "127.0.0.1:50051"
 # The server's default --max-message-bytes. The client's default stays 4 MiB below it: the size
@@ -59,9 +61,6 @@ DEFAULT_MAX_REQUEST_BYTES = SERVER_DEFAULT_MAX_MESSAGE_BYTES - 4 * 2**20
 
 UNSCORABLE_VERDICTS = _split.UNSCORABLE_VERDICTS
 
-CompletionLike = Union[str, bytes, Mapping[str, Any], "scoring_pb2.Completion"]
-GroupLike = Union[Mapping[str, Any], "scoring_pb2.Group"]
-ItemLike = Union[Mapping[str, Any], "scoring_pb2.ScoreItem"]
 Delta = Union[str, Sequence[int], "monitor_pb2.MonitorGenerationRequest"]
 
 
@@ -156,10 +155,7 @@ class Client:
           - If a chunk fails, chunks before it were scored (and recorded); the error's
             chunk_offset says where the failing chunk starts.
         """
-        request = scoring_pb2.ScoreGroupsRequest(profile=profile, run_id=run_id, step=step)
-        request.groups.extend(_group(g, "groups[%d]" % i) for i, g in enumerate(groups))
-        if advantage is not None:
-            request.advantage.CopyFrom(_advantage_options(advantage))
+        request = score_groups_request(groups, profile, advantage, run_id, step)
         deadline = self._deadline(timeout)
         if request.ByteSize() <= self.max_request_bytes:
             return self._call(self._stub.ScoreGroups, request, deadline)
@@ -284,9 +280,7 @@ class Client:
         Split by items like score_groups; the aggregate of a split request is recomputed from
         every item's result exactly as the server computes it.
         """
-        request = scoring_pb2.ScoreRequest(profile=profile)
-        request.items.extend(_score_item(item, "items[%d]" % i) for i, item in enumerate(items))
-        request.pass_at_k.extend(_ints(pass_at_k))
+        request = score_request(items, profile, pass_at_k)
         deadline = self._deadline(timeout)
         if request.ByteSize() <= self.max_request_bytes:
             return self._call(self._stub.Score, request, deadline)
@@ -524,150 +518,6 @@ class GenerationMonitor:
             self.close()
         else:
             self.cancel()
-
-
-# --- Building requests ---------------------------------------------------------------------------
-
-_COMPLETION_KEYS = frozenset({"text", "token_ids", "num_tokens", "finished", "external_accuracy"})
-_GROUP_KEYS = frozenset({"prompt_id", "references", "reference", "task", "completions"})
-_ITEM_KEYS = frozenset({"prompt_id", "completion", "references", "reference", "task"})
-_ADVANTAGE_KEYS = frozenset({"estimator", "deviation", "zero_variance_threshold"})
-
-
-def _enum(enum_type, prefix: str, value: Union[int, str], where: str) -> int:
-    """An enum value from its number or its name, with or without the prefix, any case."""
-    if isinstance(value, bool):
-        raise TypeError("%s: expected an enum name or value, got %r" % (where, value))
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        name = value.upper()
-        if not name.startswith(prefix):
-            name = prefix + name
-        try:
-            return enum_type.Value(name)
-        except ValueError:
-            known = ", ".join(n[len(prefix):].lower() for n in enum_type.keys())
-            raise ValueError("%s: unknown value %r (one of %s)" % (where, value, known)) from None
-    try:
-        return int(value)  # numpy integers
-    except (TypeError, ValueError):
-        raise TypeError("%s: expected an enum name or value, got %r" % (where, value)) from None
-
-
-def _check_keys(d: Mapping[str, Any], allowed: frozenset, where: str) -> None:
-    unknown = set(d) - allowed
-    if unknown:
-        raise ValueError("%s: unknown key(s) %s (allowed: %s)" % (
-            where, ", ".join(sorted(map(str, unknown))), ", ".join(sorted(allowed))))
-
-
-def _utf8(text: Union[str, bytes], where: str) -> bytes:
-    if isinstance(text, bytes):
-        return text
-    if isinstance(text, str):
-        return text.encode("utf-8", "surrogatepass")
-    raise TypeError("%s.text: expected str or bytes, got %s" % (where, type(text).__name__))
-
-
-def _completion(c: CompletionLike, where: str) -> scoring_pb2.Completion:
-    if isinstance(c, scoring_pb2.Completion):
-        return c
-    if isinstance(c, (str, bytes)):
-        return scoring_pb2.Completion(text=_utf8(c, where))
-    if not isinstance(c, Mapping):
-        raise TypeError("%s: expected str, dict or rlscore.v1.Completion, got %s" % (
-            where, type(c).__name__))
-    _check_keys(c, _COMPLETION_KEYS, where)
-    out = scoring_pb2.Completion(text=_utf8(c.get("text", ""), where))
-    if c.get("token_ids") is not None:
-        out.token_ids.extend(_ints(c["token_ids"]))
-    if c.get("num_tokens") is not None:
-        out.num_tokens = int(c["num_tokens"])
-    if c.get("finished") is not None:
-        out.finished = bool(c["finished"])
-    if c.get("external_accuracy") is not None:
-        out.external_accuracy = float(c["external_accuracy"])
-    return out
-
-
-def as_references(value: Any) -> List[str]:
-    """A reference answer as the list of equivalent forms the API takes: a string becomes a list
-    of one, a list, tuple or numpy array a list of strings, None none, anything else its str()."""
-    if hasattr(value, "tolist"):  # numpy arrays and scalars
-        value = value.tolist()
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
-    return [str(value)]
-
-
-def _references(d: Mapping[str, Any], where: str) -> List[str]:
-    if "references" in d and "reference" in d:
-        raise ValueError("%s: give references or reference, not both" % where)
-    return as_references(d.get("references", d.get("reference")))
-
-
-def _group(g: GroupLike, where: str) -> scoring_pb2.Group:
-    if isinstance(g, scoring_pb2.Group):
-        return g
-    if not isinstance(g, Mapping):
-        raise TypeError("%s: expected a dict or rlscore.v1.Group, got %s" % (
-            where, type(g).__name__))
-    _check_keys(g, _GROUP_KEYS, where)
-    out = scoring_pb2.Group(prompt_id=g.get("prompt_id", ""), references=_references(g, where))
-    if g.get("task") is not None:
-        out.task = _enum(scoring_pb2.Task, "TASK_", g["task"], where + ".task")
-    out.completions.extend(_completion(c, "%s.completions[%d]" % (where, i))
-                           for i, c in enumerate(g.get("completions", ())))
-    return out
-
-
-def _score_item(item: ItemLike, where: str) -> scoring_pb2.ScoreItem:
-    if isinstance(item, scoring_pb2.ScoreItem):
-        return item
-    if not isinstance(item, Mapping):
-        raise TypeError("%s: expected a dict or rlscore.v1.ScoreItem, got %s" % (
-            where, type(item).__name__))
-    _check_keys(item, _ITEM_KEYS, where)
-    out = scoring_pb2.ScoreItem(prompt_id=item.get("prompt_id", ""),
-                                references=_references(item, where))
-    out.completion.CopyFrom(_completion(item.get("completion", ""), where + ".completion"))
-    if item.get("task") is not None:
-        out.task = _enum(scoring_pb2.Task, "TASK_", item["task"], where + ".task")
-    return out
-
-
-def _advantage_options(value) -> advantage_pb2.AdvantageOptions:
-    if isinstance(value, advantage_pb2.AdvantageOptions):
-        return value
-    if not isinstance(value, Mapping):
-        raise TypeError("advantage: expected a dict or rlscore.v1.AdvantageOptions, got %s"
-                        % type(value).__name__)
-    _check_keys(value, _ADVANTAGE_KEYS, "advantage")
-    out = advantage_pb2.AdvantageOptions()
-    if value.get("estimator") is not None:
-        out.estimator = _enum(advantage_pb2.Estimator, "ESTIMATOR_", value["estimator"],
-                              "advantage.estimator")
-    if value.get("deviation") is not None:
-        out.deviation = _enum(advantage_pb2.Deviation, "DEVIATION_", value["deviation"],
-                              "advantage.deviation")
-    if value.get("zero_variance_threshold") is not None:
-        out.zero_variance_threshold = float(value["zero_variance_threshold"])
-    return out
-
-
-def _floats(values: Iterable[float]) -> Iterable[float]:
-    tolist = getattr(values, "tolist", None)  # array.array and numpy: one conversion in C
-    return tolist() if callable(tolist) else values
-
-
-def _ints(values: Iterable[int]) -> Iterable[int]:
-    tolist = getattr(values, "tolist", None)
-    return tolist() if callable(tolist) else values
 
 
 def _check_shape(sizes: Sequence[int], num_rewards: int, num_outcomes: int) -> None:

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional, Sequence, Union
 
-from .client import DEFAULT_TARGET, UNSCORABLE_VERDICTS, Client, as_references
+from .client import DEFAULT_TARGET, UNSCORABLE_VERDICTS, Client
+from .requests import as_references
 
 REFERENCE_COLUMNS = ("solution", "answer", "ground_truth", "reference")
 

@@ -36,9 +36,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 if __package__ in (None, ""):  # loaded by path (verl's custom_reward_function.path)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from rlscore_client.client import DEFAULT_TARGET, UNSCORABLE_VERDICTS, Client, as_references
+    from rlscore_client.client import DEFAULT_TARGET, UNSCORABLE_VERDICTS, Client
+    from rlscore_client.requests import as_references
 else:
-    from .client import DEFAULT_TARGET, UNSCORABLE_VERDICTS, Client, as_references
+    from .client import DEFAULT_TARGET, UNSCORABLE_VERDICTS, Client
+    from .requests import as_references
 
 TARGET_ENV = "RLSCORE_TARGET"
 PROFILE_ENV = "RLSCORE_PROFILE"
@@ -77,11 +79,17 @@ def compute_score_batch(data_sources: Sequence[Any], solution_strs: Sequence[str
                         extra_infos: Optional[Sequence[Optional[Dict[str, Any]]]] = None,
                         **kwargs: Any) -> List[Dict[str, float]]:
     """The rewards of a batch, as verl's BatchRewardManager expects: one dict per response."""
+    client, profile = shared_client()
+    return score_dicts(client, profile, solution_strs, ground_truths)
+
+
+def score_dicts(scorer: Any, profile: str, solution_strs: Sequence[str],
+                ground_truths: Sequence[Any]) -> List[Dict[str, float]]:
+    """One Score call on `scorer` (a Client, or an in-process rlscore.Engine): verl's dicts."""
     if len(solution_strs) != len(ground_truths):
         raise ValueError("%d solution_strs for %d ground_truths" % (
             len(solution_strs), len(ground_truths)))
-    client, profile = shared_client()
-    response = client.score(
+    response = scorer.score(
         [{"completion": text, "references": as_references(truth)}
          for text, truth in zip(solution_strs, ground_truths)], profile=profile)
     return [_score_dict(reward, result) for reward, result in zip(response.rewards,
