@@ -16,6 +16,10 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # end-to-end tests: Debian's Python with gRPC (curl, above, reads /metrics)
   python3-grpcio python3-protobuf
+  # the Python package (python/): pybind11 and Python's headers build its native module; venv
+  # and pip install it; numpy carries its arrays; pytest runs its tests
+  pybind11-dev python3-dev python3-venv python3-pip python3-setuptools python3-wheel python3-numpy
+  python3-pytest
 )
 # `--test-tools`: what only the tests use (scripts/test.sh passes it): headless Chromium opens the
 # HTML report of `rlscore score`; podman (with runc) and mmdebstrap build and run the container

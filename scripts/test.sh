@@ -24,7 +24,8 @@ bash scripts/setup.sh --test-tools
 bash scripts/build.sh build -DCMAKE_BUILD_TYPE=Release
 ctest --test-dir build --output-on-failure --timeout 300 -j "$jobs" "$@"
 
-sanitized=(-DRLSCORE_WITH_CUDA=OFF -DRLSCORE_BUILD_BENCH=OFF -DRLSCORE_DEPLOY_TESTS=OFF)
+sanitized=(-DRLSCORE_WITH_CUDA=OFF -DRLSCORE_BUILD_BENCH=OFF -DRLSCORE_DEPLOY_TESTS=OFF
+           -DRLSCORE_PYTHON=OFF)
 echo "== ASan + UBSan, without CUDA, and the fuzz targets =="
 CC=clang-14 CXX=clang++-14 bash scripts/build.sh build-asan -DRLSCORE_SANITIZE=address \
   -DRLSCORE_FUZZ=ON "${sanitized[@]}"
