@@ -179,6 +179,10 @@ class Engine {
   const engine::LocalEngine engine_;
 };
 
+// Extraction is one linear pass: below this many bytes it takes less time than handing the GIL
+// to another thread and back.
+constexpr size_t kHoldTheGilBelowBytes = 4096;
+
 const scorers::AccuracyScorer& SharedAccuracy() {
   static const scorers::AccuracyScorer* const scorer = scorers::math::NewAccuracyScorer().release();
   return *scorer;
@@ -236,6 +240,15 @@ absl::StatusOr<scorers::Task> TaskNamed(std::string_view name) {
                                     "\": expected math, numeric, multiple_choice or exact");
 }
 
+// `answer` graded against `gold` for `task` ("math", ...), with the GIL released.
+scorers::AccuracyResult Grade(const std::string& gold, const std::string& answer,
+                              const std::string& task) {
+  const absl::StatusOr<scorers::Task> parsed = TaskNamed(task);
+  ThrowIfError(parsed.status());
+  py::gil_scoped_release release;
+  return Judges().Get(*parsed, gold)->Grade(answer);
+}
+
 }  // namespace
 }  // namespace rlscore::python
 
@@ -268,9 +281,8 @@ PYBIND11_MODULE(_native, m) {
       .def("profile_names", &Engine::ProfileNames)
       .def_property_readonly("threads", &Engine::threads);
 
-  // The parts of the final answer found in `text` (empty: none) and how they were found, as the
-  // verifier extracts them for `task`: from a completion, or from a reference when `reference`
-  // is true.
+  // The parts of the final answer found in `text` (empty: none), as the verifier extracts them for
+  // `task`: from a completion, or from a reference when `reference` is true.
   m.def("extract", [](const std::string& text, bool reference, const std::string& task) {
     namespace math = rlscore::scorers::math;
     const absl::StatusOr<rlscore::scorers::Task> parsed = TaskNamed(task);
@@ -279,26 +291,27 @@ PYBIND11_MODULE(_native, m) {
         *parsed == rlscore::scorers::Task::kMultipleChoice ? math::Fallback::kChoiceLetter
         : *parsed == rlscore::scorers::Task::kExact        ? math::Fallback::kWholeText
                                                            : math::Fallback::kExpression;
+    const math::Source source = reference ? math::Source::kReference : math::Source::kCompletion;
     math::ExtractedAnswer answer;
-    {
+    if (text.size() < kHoldTheGilBelowBytes) {
+      answer = math::ExtractAnswer(text, source, fallback);
+    } else {
       py::gil_scoped_release release;
-      answer = math::ExtractAnswer(
-          text, reference ? math::Source::kReference : math::Source::kCompletion, fallback);
+      answer = math::ExtractAnswer(text, source, fallback);
     }
-    return std::make_tuple(answer.parts, answer.detail);
+    return answer.parts;
   });
 
   // (verdict name, extracted answer, detail) of `answer` judged against `gold`; the GIL is
   // released while it grades. Budgets bound it; it never raises on model output.
   m.def("verify", [](const std::string& gold, const std::string& answer, const std::string& task) {
-    const absl::StatusOr<rlscore::scorers::Task> parsed = TaskNamed(task);
-    ThrowIfError(parsed.status());
-    rlscore::scorers::AccuracyResult result;
-    {
-      py::gil_scoped_release release;
-      result = Judges().Get(*parsed, gold)->Grade(answer);
-    }
+    const rlscore::scorers::AccuracyResult result = Grade(gold, answer, task);
     return std::make_tuple(std::string(rlscore::scorers::VerdictName(result.verdict)),
                            result.extracted, result.detail);
   });
+  // Whether that verdict is CORRECT: the same grading, without building its strings.
+  m.def("is_correct",
+        [](const std::string& gold, const std::string& answer, const std::string& task) {
+          return Grade(gold, answer, task).verdict == rlscore::scorers::Verdict::kCorrect;
+        });
 }

@@ -62,9 +62,14 @@ class StringExtractionConfig:
 ExtractionTarget = Union[LatexExtractionConfig, ExprExtractionConfig, StringExtractionConfig]
 
 
+_DEFAULT_EXTRACTION = (LatexExtractionConfig(), ExprExtractionConfig())
+
+
 def _task(extraction_config: Sequence[Any]) -> str:
     """The verifier's task for Math-Verify extraction configs (of this module or Math-Verify's
     own: they are recognised by class name)."""
+    if extraction_config is _DEFAULT_EXTRACTION:
+        return "math"
     names = {type(c).__name__ for c in extraction_config}
     if names & {"LatexExtractionConfig", "ExprExtractionConfig"} or not names:
         return "math"
@@ -79,15 +84,15 @@ class ParsedAnswer(List[str]):
     was parsed from, `task` the verifier's task for its extraction configs."""
 
     def __init__(self, text: str, task: str, parts: Sequence[str]):
-        answer = ", ".join(parts)
-        super().__init__([answer, answer] if parts else [])
+        if parts:
+            answer = parts[0] if len(parts) == 1 else ", ".join(parts)
+            super().__init__((answer, answer))
         self.text = text
         self.task = task
 
 
 def parse(pred: str,
-          extraction_config: Sequence[ExtractionTarget] = (LatexExtractionConfig(),
-                                                           ExprExtractionConfig()),
+          extraction_config: Sequence[ExtractionTarget] = _DEFAULT_EXTRACTION,
           fallback_mode: Literal["no_fallback", "first_match"] = "first_match",
           extraction_mode: Literal["first_match", "any_match"] = "any_match",
           parsing_timeout: Optional[int] = 5,
@@ -99,7 +104,7 @@ def parse(pred: str,
     text = pred if isinstance(pred, str) else str(pred)
     task = _task(extraction_config)
     try:
-        parts, _ = _extract_native(text, False, task)
+        parts = _extract_native(text, False, task)
     except Exception:  # noqa: BLE001 - model output must never raise
         parts = []
     return ParsedAnswer(text, task, parts)
@@ -109,6 +114,12 @@ def _extract_native(text: str, reference: bool, task: str):
     global _extract_native
     _extract_native = native().extract  # bound once: later calls skip the loader
     return _extract_native(text, reference, task)
+
+
+def _is_correct_native(gold: str, answer: str, task: str) -> bool:
+    global _is_correct_native
+    _is_correct_native = native().is_correct  # bound once: later calls skip the loader
+    return _is_correct_native(gold, answer, task)
 
 
 def _verify_native(gold: str, answer: str, task: str):
@@ -144,7 +155,7 @@ def verify(gold: Any, target: Any, float_rounding: int = 6, numeric_precision: i
         if not gold or not target:
             return False
         try:
-            return _verify_native(gold.text, target.text, gold.task)[0] == "CORRECT"
+            return _is_correct_native(gold.text, target.text, gold.task)
         except Exception:  # noqa: BLE001 - model output must never raise
             return False
     golds, gold_task = _texts(gold)

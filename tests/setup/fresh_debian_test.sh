@@ -121,3 +121,36 @@ if [ "$code" != 0 ]; then
   exit 1
 fi
 echo "fresh_debian_test: SIGTERM -> exit 0"
+
+# The README's Python install in the same root, reusing the tree run.sh configured (its module is
+# all that is left to build), then the package used from outside the source tree.
+cat >"$root/check_package.py" <<'PY'
+import rlscore
+from rlscore.math_verify import parse, verify
+
+assert verify(parse("$\\frac12$"), parse("The answer is $0.5$")), "verify"
+reply = rlscore.score_groups([{"reference": "42", "completions": ["<think>x</think> 42"]}])
+assert reply.rewards[0] > 1, reply
+print("pip install: rlscore", rlscore.__version__, "in", rlscore.__file__)
+PY
+start=$(date +%s)
+unshare --mount --pid --fork --kill-child /bin/bash -c '
+    set -e
+    root=$1
+    mount --rbind /dev "$root/dev"
+    mount -t proc proc "$root/proc"
+    mount --rbind /sys "$root/sys"
+    exec chroot "$root" /bin/bash -c "set -e
+      cd /src
+      python3 -m venv --system-site-packages /opt/venv
+      RLSCORE_CMAKE_BUILD_DIR=build /opt/venv/bin/pip install --quiet --no-index \
+        --no-build-isolation .
+      cd /
+      /opt/venv/bin/python /check_package.py"
+  ' fresh "$root" </dev/null >"$work/pip.log" 2>&1 || {
+  echo "fresh_debian_test: the README's pip install failed:" >&2
+  tail -n 40 "$work/pip.log" >&2
+  exit 1
+}
+grep '^pip install:' "$work/pip.log"
+echo "fresh_debian_test: pip install and use in $(( $(date +%s) - start )) s"
