@@ -1,6 +1,7 @@
 // engine::Metrics as Prometheus series: `rlscore_` prefix, base units, `_total` counters.
 // Every family is registered from one table, MetricFamilies(), which is also what the README's
-// metric list and the chart's dashboards are checked against, so the three cannot drift.
+// metric table is checked against (tests/service/prometheus_metrics_test.cc), so they cannot
+// drift.
 //
 //   PrometheusMetrics metrics;
 //   metrics.CallStarted(engine::Method::kScore);
