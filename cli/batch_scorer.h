@@ -18,7 +18,7 @@
 
 namespace rlscore::cli {
 
-// Thread-compatible: one Score() at a time.
+// Thread-safe: `rlscore score` keeps Concurrency() calls of Score() going at once.
 class BatchScorer {
  public:
   virtual ~BatchScorer() = default;
@@ -26,12 +26,18 @@ class BatchScorer {
   // ("items[3]: ..."), NOT_FOUND for an unknown profile, UNAVAILABLE when a server cannot be
   // reached.
   virtual absl::Status Score(const v1::ScoreRequest& request, v1::ScoreResponse* response) = 0;
-  // "in-process (2 threads)" or "server 127.0.0.1:50051", for the summary.
+  // "in-process, 2 scoring threads" or "server 127.0.0.1:50051", for the summary.
   virtual std::string Describe() const = 0;
+  // How many calls at once keep it busy: the scoring threads in process, each of which scores a
+  // call alone; two for a server (one batch travels while the next is read).
+  virtual unsigned Concurrency() const = 0;
+  // True for the scorer in this process, which gets small calls (every thread busy to the end
+  // of a file); a server gets calls of --batch-size rollouts, as its limits are per call.
+  virtual bool InProcess() const = 0;
 };
 
-// Scores with `options`' profiles and limits on `options.scoring_threads` threads (0: one per
-// core), as a server started with the same options would.
+// Scores with `options`' profiles and limits, as a server started with the same options would;
+// each call on its caller's thread, `options.scoring_threads` (0: one per core) of them at once.
 absl::StatusOr<std::unique_ptr<BatchScorer>> NewLocalScorer(const engine::ServerOptions& options);
 
 // Calls the Score RPC of the server at `address` (host:port or unix:/path), each call with

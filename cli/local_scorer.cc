@@ -10,7 +10,8 @@ namespace {
 
 class LocalScorer final : public BatchScorer {
  public:
-  explicit LocalScorer(const engine::ServerOptions& options) : engine_(options) {}
+  explicit LocalScorer(const engine::ServerOptions& options)
+      : engine_(options, engine::LocalEngine::Parallelism::kAcrossCalls) {}
 
   absl::Status Score(const v1::ScoreRequest& request, v1::ScoreResponse* response) override {
     response->Clear();
@@ -20,6 +21,10 @@ class LocalScorer final : public BatchScorer {
   std::string Describe() const override {
     return absl::StrCat("in-process, ", engine_.threads(), " scoring threads");
   }
+
+  unsigned Concurrency() const override { return engine_.threads(); }
+
+  bool InProcess() const override { return true; }
 
  private:
   const engine::LocalEngine engine_;

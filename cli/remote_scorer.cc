@@ -79,6 +79,10 @@ class RemoteScorer final : public BatchScorer {
 
   std::string Describe() const override { return absl::StrCat("server ", address_); }
 
+  unsigned Concurrency() const override { return 2; }
+
+  bool InProcess() const override { return false; }
+
  private:
   const std::string address_;
   const absl::Duration timeout_;

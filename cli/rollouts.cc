@@ -1,23 +1,26 @@
 #include "cli/rollouts.h"
 
+#include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/json_input.h"
+#include "common/json_output.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
+#include "simdjson.h"
 
 namespace rlscore::cli {
 namespace {
 
 using Json = nlohmann::json;
-using OrderedJson = nlohmann::ordered_json;
 
 std::string FieldError(std::string_view key, std::string_view what, const Json& got) {
   return absl::StrCat("field \"", Sv(key), "\": expected ", Sv(what), ", got ", got.type_name());
@@ -239,45 +242,386 @@ absl::StatusOr<Rollout> ParseRollout(std::string_view line, const FieldNames& na
   return rollout;
 }
 
-std::string FormatResult(uint64_t line, std::string_view id_json, const v1::ScoreItem& item,
-                         const v1::CompletionResult& result, double reward) {
-  OrderedJson out;
-  out["prompt_id"] = item.prompt_id();
-  out["reward"] = reward;
-  out["verdict"] = EnumSuffix(v1::Verdict_Name(result.verdict()), "VERDICT_");
-  const v1::RewardComponents& c = result.components();
-  out["components"] = {{"accuracy", c.accuracy()},
-                       {"format", c.format()},
-                       {"repetition", c.repetition()},
-                       {"length", c.length()}};
-  out["extracted_answer"] = result.extracted_answer();
-  out["num_tokens"] = result.num_tokens();
-  out["tokens_estimated"] = result.tokens_estimated();
-  out["well_formed"] = result.anatomy().well_formed();
-  out["truncated"] = result.anatomy().truncated();
-  out["format_gated"] = result.format_gated();
-  if (result.has_repetition()) {
-    const v1::RepetitionReport& r = result.repetition();
-    out["repetition"] = {
-        {"detector", EnumSuffix(v1::RepetitionDetector_Name(r.detector()), "REPETITION_DETECTOR_")},
-        {"char_offset", r.char_offset()},
-        {"token_offset", r.token_offset()},
-        {"first_char_offset", r.first_char_offset()},
-        {"occurrences", r.occurrences()},
-        {"detail", r.detail()}};
+namespace {
+
+// simdjson's on-demand reading of a rollout line. Each function answers false where the line is
+// not one it reads with certainty; ParseRollout then reads it (and names any error).
+namespace ondemand = simdjson::ondemand;
+
+// Container depth as nlohmann's parser callback counts it: the line's object is depth 0.
+bool SkipChecked(ondemand::value value, int depth);
+
+bool SkipContainerChecked(ondemand::value value, ondemand::json_type type, int depth) {
+  if (depth >= kMaxJsonDepth) return false;
+  if (type == ondemand::json_type::array) {
+    ondemand::array array;
+    if (value.get_array().get(array)) return false;
+    for (auto element : array) {
+      ondemand::value v;
+      if (element.get(v) || !SkipChecked(v, depth + 1)) return false;
+    }
+    return true;
   }
-  if (!result.detail().empty()) out["detail"] = result.detail();
-  // "line" and the id in front of the rest.
-  const std::string rest = out.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
-  return absl::StrCat("{\"line\":", line, id_json.empty() ? "" : ",\"id\":", Sv(id_json), ",",
-                      absl::string_view(rest).substr(1));
+  ondemand::object object;
+  if (value.get_object().get(object)) return false;
+  for (auto member : object) {
+    ondemand::field field;
+    std::string_view key;
+    if (std::move(member).get(field) || field.unescaped_key().get(key)) return false;
+    if (!SkipChecked(field.value(), depth + 1)) return false;
+  }
+  return true;
 }
 
-std::string FormatError(uint64_t line, std::string_view message) {
-  OrderedJson out;
-  out["line"] = line;
-  out["error"] = std::string(message);
-  return out.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
+// Walks a value the rollout does not use, checking what nlohmann's parser would: every token,
+// numbers in range, and nesting.
+bool SkipChecked(ondemand::value value, int depth) {
+  ondemand::json_type type;
+  if (value.type().get(type)) return false;
+  switch (type) {
+    case ondemand::json_type::array:
+    case ondemand::json_type::object:
+      return SkipContainerChecked(value, type, depth);
+    case ondemand::json_type::string: {
+      std::string_view s;
+      return !value.get_string().get(s);
+    }
+    case ondemand::json_type::number: {
+      double d;
+      return !value.get_double().get(d);
+    }
+    case ondemand::json_type::boolean: {
+      bool b;
+      return !value.get_bool().get(b);
+    }
+    case ondemand::json_type::null: {
+      bool is_null = false;
+      return !value.is_null().get(is_null) && is_null;
+    }
+  }
+  return false;
+}
+
+bool ReadString(ondemand::value value, std::string* out) {
+  std::string_view s;
+  if (value.get_string().get(s)) return false;
+  out->assign(s.data(), s.size());
+  return true;
+}
+
+bool IsNull(ondemand::value value) {
+  ondemand::json_type type;
+  bool is_null = false;
+  return !value.type().get(type) && type == ondemand::json_type::null &&
+         !value.is_null().get(is_null) && is_null;
+}
+
+bool ReadUint32(ondemand::value value, uint32_t* out) {
+  uint64_t v;
+  ondemand::number_type type;
+  if (value.get_number_type().get(type) || type == ondemand::number_type::floating_point_number ||
+      value.get_uint64().get(v) || v > std::numeric_limits<uint32_t>::max()) {
+    return false;
+  }
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+// The id as nlohmann dumps it, for the forms whose dump is certain: a string, an integer that
+// fits 64 bits, a boolean, null.
+bool ReadId(ondemand::value value, std::string* id_json) {
+  ondemand::json_type type;
+  if (value.type().get(type)) return false;
+  switch (type) {
+    case ondemand::json_type::string: {
+      std::string_view s;
+      if (value.get_string().get(s)) return false;
+      AppendJsonString(id_json, s);
+      return true;
+    }
+    case ondemand::json_type::number: {
+      ondemand::number_type number;
+      if (value.get_number_type().get(number)) return false;
+      if (number == ondemand::number_type::signed_integer) {
+        int64_t v;
+        if (value.get_int64().get(v)) return false;
+        absl::StrAppend(id_json, v);
+        return true;
+      }
+      if (number == ondemand::number_type::unsigned_integer) {
+        uint64_t v;
+        if (value.get_uint64().get(v)) return false;
+        absl::StrAppend(id_json, v);
+        return true;
+      }
+      return false;  // a float: nlohmann's reformatting is left to it
+    }
+    case ondemand::json_type::boolean: {
+      bool b;
+      if (value.get_bool().get(b)) return false;
+      AppendJsonBool(id_json, b);
+      return true;
+    }
+    case ondemand::json_type::null:
+      if (!IsNull(value)) return false;
+      id_json->append("null");
+      return true;
+    default:
+      return false;  // arrays and objects: nlohmann sorts keys and respaces; left to it
+  }
+}
+
+// A string or a list of strings, appended to `out`; null adds nothing.
+bool ReadReferences(ondemand::value value, std::vector<std::string>* out) {
+  ondemand::json_type type;
+  if (value.type().get(type)) return false;
+  if (type == ondemand::json_type::null) return IsNull(value);
+  if (type == ondemand::json_type::string) return ReadString(value, &out->emplace_back());
+  if (type != ondemand::json_type::array) return false;
+  ondemand::array array;
+  if (value.get_array().get(array)) return false;
+  for (auto element : array) {
+    ondemand::value v;
+    if (element.get(v) || !ReadString(v, &out->emplace_back())) return false;
+  }
+  return true;
+}
+
+bool ReadTokenIds(ondemand::value value, v1::Completion* completion) {
+  ondemand::array array;
+  if (value.get_array().get(array)) return false;
+  for (auto element : array) {
+    ondemand::value v;
+    uint32_t id;
+    if (element.get(v) || !ReadUint32(v, &id)) return false;
+    completion->add_token_ids(id);
+  }
+  return true;
+}
+
+bool HasControlByte(std::string_view line) {
+  // Eight bytes at a time: a byte below 0x20 borrows from its own high bit when 0x20 is taken
+  // from it; bytes of 0x80 and above are masked out by ~word.
+  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  size_t i = 0;
+  for (; i + 8 <= line.size(); i += 8) {
+    uint64_t word;
+    std::memcpy(&word, line.data() + i, 8);
+    if (((word - 0x20 * kOnes) & ~word & 0x80 * kOnes) != 0) return true;
+  }
+  for (; i < line.size(); ++i) {
+    if (static_cast<unsigned char>(line[i]) < 0x20) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+struct RolloutReader::Parser {
+  ondemand::parser parser;
+};
+
+RolloutReader::RolloutReader(FieldNames names)
+    : names_(std::move(names)),
+      names_distinct_([this] {
+        const std::string* keys[] = {
+            &names_.id,         &names_.prompt_id,        &names_.completion, &names_.reference,
+            &names_.references, &names_.num_tokens,       &names_.token_ids,  &names_.finished,
+            &names_.task,       &names_.external_accuracy};
+        for (size_t i = 0; i < std::size(keys); ++i) {
+          for (size_t j = i + 1; j < std::size(keys); ++j) {
+            if (*keys[i] == *keys[j]) return false;
+          }
+        }
+        return true;
+      }()),
+      parser_(std::make_unique<Parser>()) {}
+
+RolloutReader::~RolloutReader() = default;
+
+absl::StatusOr<Rollout> RolloutReader::Read(std::string_view line) {
+  padded_.assign(line.data(), line.size());
+  padded_.append(kRolloutLinePadding, ' ');
+  return ReadPadded(std::string_view(padded_.data(), line.size()));
+}
+
+absl::StatusOr<Rollout> RolloutReader::ReadPadded(std::string_view line) {
+  // Raw control bytes are errors inside strings and whitespace (tab, CR) outside: either way a
+  // line simdjson might read differently from nlohmann, so the reference reads it.
+  if (names_distinct_ && !HasControlByte(line)) {
+    Rollout rollout;
+    if (ReadFast(line, &rollout)) return rollout;
+  }
+  ++deferred_;
+  return ParseRollout(line, names_);
+}
+
+bool RolloutReader::ReadFast(std::string_view line, Rollout* rollout) {
+  ondemand::document doc;
+  if (parser_->parser.iterate(line.data(), line.size(), line.size() + kRolloutLinePadding)
+          .get(doc)) {
+    return false;
+  }
+  ondemand::object object;
+  if (doc.get_object().get(object)) return false;
+  v1::ScoreItem& item = rollout->item;
+  v1::Completion& completion = *item.mutable_completion();
+  // nlohmann keeps the last of a key given twice; a reader that streams sees the first. Leave
+  // such lines to it.
+  enum Field {
+    kId,
+    kPromptId,
+    kCompletion,
+    kReference,
+    kReferences,
+    kNumTokens,
+    kTokenIds,
+    kFinished,
+    kTask,
+    kExternalAccuracy,
+    kFields
+  };
+  const std::string* keys[kFields] = {
+      &names_.id,         &names_.prompt_id,        &names_.completion, &names_.reference,
+      &names_.references, &names_.num_tokens,       &names_.token_ids,  &names_.finished,
+      &names_.task,       &names_.external_accuracy};
+  bool seen[kFields] = {};
+  std::vector<std::string> references[2];  // "reference" first, then "references"
+  for (auto member : object) {
+    ondemand::field field;
+    std::string_view key;
+    if (std::move(member).get(field) || field.unescaped_key().get(key)) return false;
+    ondemand::value value = field.value();
+    int which = 0;
+    while (which < kFields && *keys[which] != key) ++which;
+    if (which == kFields) {
+      if (!SkipChecked(value, 1)) return false;
+      continue;
+    }
+    if (seen[which]) return false;
+    seen[which] = true;
+    bool ok = false;
+    switch (static_cast<Field>(which)) {
+      case kId:
+        ok = ReadId(value, &rollout->id_json);
+        break;
+      case kPromptId:
+        ok = IsNull(value) || ReadString(value, item.mutable_prompt_id());
+        break;
+      case kCompletion:
+        ok = ReadString(value, completion.mutable_text());  // a message list: the reference
+        break;
+      case kReference:
+      case kReferences:
+        ok = ReadReferences(value, &references[which - kReference]);
+        break;
+      case kNumTokens: {
+        uint32_t n = 0;
+        if (IsNull(value)) {
+          ok = true;
+        } else if ((ok = ReadUint32(value, &n))) {
+          completion.set_num_tokens(n);
+        }
+        break;
+      }
+      case kTokenIds:
+        ok = IsNull(value) || ReadTokenIds(value, &completion);
+        break;
+      case kFinished: {
+        bool finished = false;
+        if (IsNull(value)) {
+          ok = true;
+        } else if ((ok = !value.get_bool().get(finished))) {
+          completion.set_finished(finished);
+        }
+        break;
+      }
+      case kTask: {
+        std::string_view name;
+        if (IsNull(value)) {
+          ok = true;
+        } else if (!value.get_string().get(name)) {
+          absl::StatusOr<v1::Task> task = ParseTask(name);
+          ok = task.ok();
+          if (ok) item.set_task(*task);
+        }
+        break;
+      }
+      case kExternalAccuracy: {
+        double accuracy = 0;
+        if (IsNull(value)) {
+          ok = true;
+        } else if ((ok = !value.get_double().get(accuracy))) {
+          completion.set_external_accuracy(accuracy);
+        }
+        break;
+      }
+      case kFields:
+        break;
+    }
+    if (!ok) return false;
+  }
+  // Past the object, the document must end: anything after it is an error for nlohmann.
+  const char* trailing = nullptr;
+  if (doc.current_location().get(trailing) != simdjson::OUT_OF_BOUNDS || !seen[kCompletion]) {
+    return false;
+  }
+  for (std::vector<std::string>& list : references) {
+    for (std::string& r : list) item.add_references(std::move(r));
+  }
+  return true;
+}
+
+void AppendResult(std::string* out, uint64_t line, std::string_view id_json,
+                  const v1::ScoreItem& item, const v1::CompletionResult& result, double reward) {
+  absl::StrAppend(out, "{\"line\":", line);
+  if (!id_json.empty()) absl::StrAppend(out, ",\"id\":", Sv(id_json));
+  out->append(",\"prompt_id\":");
+  AppendJsonString(out, item.prompt_id());
+  out->append(",\"reward\":");
+  AppendJsonNumber(out, reward);
+  absl::StrAppend(out, ",\"verdict\":\"",
+                  EnumSuffix(v1::Verdict_Name(result.verdict()), "VERDICT_"), "\"");
+  const v1::RewardComponents& c = result.components();
+  out->append(",\"components\":{\"accuracy\":");
+  AppendJsonNumber(out, c.accuracy());
+  out->append(",\"format\":");
+  AppendJsonNumber(out, c.format());
+  out->append(",\"repetition\":");
+  AppendJsonNumber(out, c.repetition());
+  out->append(",\"length\":");
+  AppendJsonNumber(out, c.length());
+  out->append("},\"extracted_answer\":");
+  AppendJsonString(out, result.extracted_answer());
+  absl::StrAppend(out, ",\"num_tokens\":", result.num_tokens(), ",\"tokens_estimated\":");
+  AppendJsonBool(out, result.tokens_estimated());
+  out->append(",\"well_formed\":");
+  AppendJsonBool(out, result.anatomy().well_formed());
+  out->append(",\"truncated\":");
+  AppendJsonBool(out, result.anatomy().truncated());
+  out->append(",\"format_gated\":");
+  AppendJsonBool(out, result.format_gated());
+  if (result.has_repetition()) {
+    const v1::RepetitionReport& r = result.repetition();
+    absl::StrAppend(out, ",\"repetition\":{\"detector\":\"",
+                    EnumSuffix(v1::RepetitionDetector_Name(r.detector()), "REPETITION_DETECTOR_"),
+                    "\",\"char_offset\":", r.char_offset(), ",\"token_offset\":", r.token_offset(),
+                    ",\"first_char_offset\":", r.first_char_offset(),
+                    ",\"occurrences\":", r.occurrences(), ",\"detail\":");
+    AppendJsonString(out, r.detail());
+    out->push_back('}');
+  }
+  if (!result.detail().empty()) {
+    out->append(",\"detail\":");
+    AppendJsonString(out, result.detail());
+  }
+  out->append("}\n");
+}
+
+void AppendError(std::string* out, uint64_t line, std::string_view message) {
+  absl::StrAppend(out, "{\"line\":", line, ",\"error\":");
+  AppendJsonString(out, message);
+  out->append("}\n");
 }
 
 }  // namespace rlscore::cli

@@ -14,12 +14,14 @@
 //    "truncated": false, "format_gated": false, "repetition": {...}, "detail": "..."}
 // or, for a line that could not be read, {"line": 7, "error": "..."}.
 //
-//   absl::StatusOr<Rollout> rollout = ParseRollout(line, FieldNames{});
+//   RolloutReader reader(FieldNames{});          // one per thread
+//   absl::StatusOr<Rollout> rollout = reader.Read(line);
 //   if (!rollout.ok()) ... rollout.status().message()   // "field \"finished\": expected true..."
-//   std::string out = FormatResult(line_number, rollout->id_json, rollout->item, result, reward);
+//   AppendResult(&out, line_number, rollout->id_json, rollout->item, result, reward);
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -54,18 +56,55 @@ struct Rollout {
 };
 
 // INVALID_ARGUMENT naming the JSON column or the field and what was wrong with it. Unknown keys
-// are ignored, so a dataset's other columns may stay in the file.
+// are ignored, so a dataset's other columns may stay in the file (but must be valid JSON).
+//
+// The reference reader (nlohmann's DOM): every form and every error. RolloutReader gives the same
+// answer for every line, faster.
 absl::StatusOr<Rollout> ParseRollout(std::string_view line, const FieldNames& names);
+
+// How many readable bytes RolloutReader::ReadPadded needs after a line (of any content).
+inline constexpr size_t kRolloutLinePadding = 64;
+
+// Reads rollout lines with simdjson's on-demand parser, straight into the item: no document is
+// built and the completion is copied once. A line it does not read with certainty (any error, a
+// key given twice, an id that is not a string, an integer, a boolean or null, a chat message
+// list, a control byte) goes to ParseRollout, so results and error messages are ParseRollout's
+// for every line. Thread-compatible: one reader per thread; its buffers grow to the longest line.
+class RolloutReader {
+ public:
+  explicit RolloutReader(FieldNames names);
+  ~RolloutReader();
+  RolloutReader(const RolloutReader&) = delete;
+  RolloutReader& operator=(const RolloutReader&) = delete;
+
+  // `line` must be followed by kRolloutLinePadding readable bytes (the rest of a buffer of lines).
+  absl::StatusOr<Rollout> ReadPadded(std::string_view line);
+  // Any `line`: copied into padded storage first.
+  absl::StatusOr<Rollout> Read(std::string_view line);
+
+  // Lines read by ParseRollout instead, for tests and benchmarks.
+  uint64_t deferred() const { return deferred_; }
+
+ private:
+  struct Parser;  // keeps simdjson's header out of this one
+  bool ReadFast(std::string_view line, Rollout* rollout);
+
+  const FieldNames names_;
+  const bool names_distinct_;  // no two fields read from one key
+  std::unique_ptr<Parser> parser_;
+  std::string padded_;
+  uint64_t deferred_ = 0;
+};
 
 // "math", "multiple_choice", "exact", "numeric", "external" (any case, or the proto name).
 absl::StatusOr<v1::Task> ParseTask(std::string_view name);
 
-// The output line for a scored rollout, without the trailing newline. `id_json` is
-// Rollout::id_json; `item` the rollout's item (for its prompt id).
-std::string FormatResult(uint64_t line, std::string_view id_json, const v1::ScoreItem& item,
-                         const v1::CompletionResult& result, double reward);
+// Appends the output line for a scored rollout, with its newline. `id_json` is Rollout::id_json;
+// `item` the rollout's item (for its prompt id).
+void AppendResult(std::string* out, uint64_t line, std::string_view id_json,
+                  const v1::ScoreItem& item, const v1::CompletionResult& result, double reward);
 
-// The output line for an input line that was skipped, without the trailing newline.
-std::string FormatError(uint64_t line, std::string_view message);
+// Appends the output line for an input line that was skipped, with its newline.
+void AppendError(std::string* out, uint64_t line, std::string_view message);
 
 }  // namespace rlscore::cli

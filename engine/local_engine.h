@@ -21,21 +21,31 @@ namespace rlscore::engine {
 
 class LocalEngine {
  public:
-  // `options.scoring_threads` threads (0: one per core) score the groups of a call.
-  explicit LocalEngine(ServerOptions options);
+  // Where the work of a call runs.
+  enum class Parallelism {
+    // On a pool of `options.scoring_threads` threads (0: one per core): one call uses them all.
+    kWithinCalls,
+    // On the calling thread alone: the caller runs `threads()` calls at once (rlscore score,
+    // whose threads each parse, score and write batches of their own, with nothing to wait for).
+    kAcrossCalls,
+  };
+
+  explicit LocalEngine(ServerOptions options, Parallelism parallelism = Parallelism::kWithinCalls);
   LocalEngine(const LocalEngine&) = delete;
   LocalEngine& operator=(const LocalEngine&) = delete;
 
   const ServerOptions& options() const { return options_; }
   const ScoringContext& context() const { return context_; }
   advantage::Backend& backend() const { return *backend_; }
-  unsigned threads() const { return pool_.size(); }
+  // The scoring threads: the pool's, or under kAcrossCalls the callers the engine expects.
+  unsigned threads() const { return threads_; }
 
  private:
   const ServerOptions options_;
   const std::unique_ptr<scorers::AccuracyScorer> accuracy_;
   const std::unique_ptr<advantage::Backend> backend_;
-  mutable WorkerPool pool_;
+  const unsigned threads_;
+  const std::unique_ptr<WorkerPool> pool_;
   const ScoringContext context_;
 };
 

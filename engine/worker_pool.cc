@@ -5,8 +5,12 @@
 
 namespace rlscore::engine {
 
+unsigned WorkerPool::Resolve(unsigned threads) {
+  return threads == 0 ? std::max(1u, std::thread::hardware_concurrency()) : threads;
+}
+
 WorkerPool::WorkerPool(unsigned threads) {
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = Resolve(threads);
   workers_.reserve(threads);
   for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { Run(); });
 }

@@ -22,11 +22,19 @@ class WorkerPool {
  public:
   // `threads` == 0 means std::thread::hardware_concurrency().
   explicit WorkerPool(unsigned threads);
+  // A pool without threads of its own: ParallelFor runs every index on the calling thread, for
+  // callers that bring their own parallelism.
+  struct CallerOnly {};
+  explicit WorkerPool(CallerOnly) {}
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
+  // The pool's own threads (0 for CallerOnly).
   unsigned size() const { return static_cast<unsigned>(workers_.size()); }
+
+  // What `threads` means to the constructor: itself, or the number of cores for 0.
+  static unsigned Resolve(unsigned threads);
 
   // Queues `task` to run on a pool thread and returns at once.
   void Submit(std::function<void()> task);

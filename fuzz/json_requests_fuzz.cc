@@ -1,6 +1,7 @@
 // The JSON front doors: OpenRLHF and slime request bodies (http/rewards.h) and a rollout
 // line of `rlscore score` (cli/rollouts.h). Any bytes are either refused with an error that names
-// what was wrong or mapped to a request the scorer accepts the shape of.
+// what was wrong or mapped to a request the scorer accepts the shape of; and `rlscore score`'s
+// simdjson reader gives the reference reader's answer for every line, error or item.
 #include <cstddef>
 #include <cstdint>
 
@@ -35,5 +36,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   const absl::StatusOr<cli::Rollout> rollout = cli::ParseRollout(body, cli::FieldNames{});
   if (!rollout.ok()) RLSCORE_FUZZ_CHECK(!rollout.status().message().empty());
+  static cli::RolloutReader* const reader = new cli::RolloutReader(cli::FieldNames{});
+  const absl::StatusOr<cli::Rollout> fast = reader->Read(body);
+  RLSCORE_FUZZ_CHECK(fast.ok() == rollout.ok());
+  if (fast.ok()) {
+    RLSCORE_FUZZ_CHECK(fast->id_json == rollout->id_json);
+    RLSCORE_FUZZ_CHECK(fast->item.SerializeAsString() == rollout->item.SerializeAsString());
+  } else {
+    RLSCORE_FUZZ_CHECK(fast.status() == rollout.status());
+  }
   return 0;
 }

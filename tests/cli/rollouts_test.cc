@@ -161,24 +161,173 @@ TEST(Rollouts, FormatsAResult) {
   rep->set_first_char_offset(10);
   rep->set_occurrences(4);
   rep->set_detail("the same 8 tokens");
-  EXPECT_EQ(FormatResult(7, R"("a")", item, result, 0.35),
-            R"({"line":7,"id":"a","prompt_id":"p\"1","reward":0.35,"verdict":"CORRECT",)"
-            R"("components":{"accuracy":1.0,"format":0.1,"repetition":-0.5,"length":-0.25},)"
-            R"("extracted_answer":"\\frac{1}{2}","num_tokens":812,"tokens_estimated":false,)"
-            R"("well_formed":true,"truncated":false,"format_gated":false,)"
-            R"("repetition":{"detector":"NGRAM","char_offset":100,"token_offset":20,)"
-            R"("first_char_offset":10,"occurrences":4,"detail":"the same 8 tokens"}})");
+  std::string line;
+  AppendResult(&line, 7, R"("a")", item, result, 0.35);
+  EXPECT_EQ(line, R"({"line":7,"id":"a","prompt_id":"p\"1","reward":0.35,"verdict":"CORRECT",)"
+                  R"("components":{"accuracy":1.0,"format":0.1,"repetition":-0.5,"length":-0.25},)"
+                  R"("extracted_answer":"\\frac{1}{2}","num_tokens":812,"tokens_estimated":false,)"
+                  R"("well_formed":true,"truncated":false,"format_gated":false,)"
+                  R"("repetition":{"detector":"NGRAM","char_offset":100,"token_offset":20,)"
+                  R"("first_char_offset":10,"occurrences":4,"detail":"the same 8 tokens"}})"
+                  "\n");
   result.clear_repetition();
   result.set_detail("budget");
-  const std::string no_id = FormatResult(8, "", item, result, 0.35);
+  std::string no_id;
+  AppendResult(&no_id, 8, "", item, result, 0.35);
   EXPECT_THAT(no_id, ::testing::StartsWith(R"({"line":8,"prompt_id")"));
-  EXPECT_THAT(no_id, ::testing::EndsWith(R"("format_gated":false,"detail":"budget"})"));
+  EXPECT_THAT(no_id, ::testing::EndsWith(R"("format_gated":false,"detail":"budget"})"
+                                         "\n"));
 }
 
 TEST(Rollouts, FormatsAnError) {
-  EXPECT_EQ(FormatError(3, "field \"x\": bad"), R"({"line":3,"error":"field \"x\": bad"})");
+  std::string out;
+  AppendError(&out, 3, "field \"x\": bad");
+  EXPECT_EQ(out, "{\"line\":3,\"error\":\"field \\\"x\\\": bad\"}\n");
   // Invalid UTF-8 in a message (e.g. quoted from the input) is replaced, not fatal.
-  EXPECT_EQ(FormatError(4, "\xff"), "{\"line\":4,\"error\":\"\xEF\xBF\xBD\"}");
+  out.clear();
+  AppendError(&out, 4, "\xff");
+  EXPECT_EQ(out, "{\"line\":4,\"error\":\"\xEF\xBF\xBD\"}\n");
+}
+
+// RolloutReader answers what ParseRollout answers, for every line: the same item and id, or the
+// same error.
+void ExpectSameAsReference(std::string_view line, const FieldNames& names = {}) {
+  SCOPED_TRACE(line);
+  RolloutReader reader(names);
+  const absl::StatusOr<Rollout> fast = reader.Read(line);
+  const absl::StatusOr<Rollout> reference = ParseRollout(line, names);
+  ASSERT_EQ(fast.ok(), reference.ok()) << (fast.ok() ? reference.status() : fast.status());
+  if (!fast.ok()) {
+    EXPECT_EQ(fast.status(), reference.status());
+    return;
+  }
+  EXPECT_EQ(fast->id_json, reference->id_json);
+  EXPECT_EQ(fast->item.SerializeAsString(), reference->item.SerializeAsString())
+      << fast->item.ShortDebugString() << "\n"
+      << reference->item.ShortDebugString();
+}
+
+// Lines the fast path reads itself: checked against the reference, and that they were not
+// simply handed to it.
+TEST(RolloutReader, ReadsCommonLinesItselfWithTheReferenceAnswer) {
+  const char* lines[] = {
+      R"({"completion": "x"})",
+      (R"({"id": 7, "prompt_id": "gsm8k/17", "completion": "<think>a</think> \\boxed{42}",)"
+       R"( "reference": "42", "num_tokens": 812, "finished": true, "task": "math"})"),
+      R"({"id": "r-1", "completion": "tab\there \"quoted\" \u00e9\ud83d\ude00 \/", "references": ["1", "1.0"]})",
+      R"({"id": -9223372036854775808, "completion": "x", "token_ids": [0, 4294967295, 17]})",
+      R"({"id": 18446744073709551615, "completion": "x", "external_accuracy": 0.25, "task": "EXTERNAL"})",
+      R"({"id": null, "completion": "x", "prompt_id": null, "reference": null, "num_tokens": null})",
+      R"({"id": true, "completion": "x", "finished": false, "external_accuracy": 1})",
+      R"({"id": false, "completion": "", "token_ids": [], "references": []})",
+      R"({"references": ["b"], "completion": "x", "reference": "a"})",  // reference first
+      R"({"completion": "x", "extra": {"deep": [1, 2.5e3, -0.0, "s", null, true, {"k": []}]}})",
+      R"({"completion": "x", "": 1, "\u0063ompletion_": 2})",
+      R"(  {"completion" : "x" , "id" : "spaces"}  )",
+      R"({"prompt_id": "\u4e2d\u6587", "completion": "\ud834\udd1e 𝄞"})",
+      R"({"completion": "x", "num_tokens": 0, "external_accuracy": -1e308})",
+  };
+  RolloutReader reader(FieldNames{});
+  for (const char* line : lines) {
+    ExpectSameAsReference(line);
+    ASSERT_TRUE(reader.Read(line).ok()) << line;
+  }
+  EXPECT_EQ(reader.deferred(), 0u);
+}
+
+// Lines it leaves to the reference: errors of every kind, and the forms whose answer is the
+// reference's to give (a key twice, ids that nlohmann reformats, chat messages, control bytes).
+TEST(RolloutReader, LeavesTheRestToTheReferenceWithItsAnswer) {
+  const std::string deep = std::string(32, '[') + std::string(32, ']');
+  const std::string just_under = std::string(31, '[') + std::string(31, ']');
+  const std::string lines[] = {
+      // errors
+      R"({"completion": "x")",
+      "not json",
+      "[1, 2]",
+      "",
+      "   ",
+      R"({"prompt_id": "p"})",
+      R"({"completion": 5})",
+      R"({"completion": null})",
+      R"({"completion": "x", "external_accuracy": 1e400})",
+      R"({"completion": "x", "other": 1e400})",
+      R"({"completion": "x", "other": -1e400})",
+      R"({"completion": "x", "other": tru})",
+      R"({"completion": "x", "other": nul})",
+      R"({"completion": "x", "other": 01})",
+      R"({"completion": "x", "other": 1.})",
+      R"({"completion": "x", "other": "\ud800"})",
+      R"({"completion": "\udc00x"})",
+      R"({"completion": "x", "other": "\x"})",
+      "{\"completion\": \"x\", \"other\": " + deep + "}",
+      "{\"completion\": \"x\", \"other\": " + just_under + "}",
+      "{\"completion\": \"x\", \"id\": " + just_under + "}",
+      R"({"completion": "x", "prompt_id": 3})",
+      R"({"completion": "x", "reference": {"a": 1}})",
+      R"({"completion": "x", "references": ["a", 2]})",
+      R"({"completion": "x", "num_tokens": -1})",
+      R"({"completion": "x", "num_tokens": 1.5})",
+      R"({"completion": "x", "num_tokens": 1e2})",
+      R"({"completion": "x", "num_tokens": 4294967296})",
+      R"({"completion": "x", "token_ids": [1, "a"]})",
+      R"({"completion": "x", "token_ids": 3})",
+      R"({"completion": "x", "finished": "yes"})",
+      R"({"completion": "x", "task": "poetry"})",
+      R"({"completion": "x", "task": 1})",
+      R"({"completion": "x", "external_accuracy": "1"})",
+      "{\"completion\": \"\xff\"}",
+      "{\"completion\": \"x\"} trailing",
+      R"({"completion": "x"} {"completion": "y"})",
+      R"({"completion": "x",})",
+      R"({"completion": "x" "id": 1})",
+      // a key twice: nlohmann keeps the last
+      R"({"completion": "x", "completion": "y"})",
+      R"({"id": 1, "completion": "x", "id": 2})",
+      // ids nlohmann reformats
+      R"({"completion": "x", "id": 1.50})",
+      R"({"completion": "x", "id": 1e2})",
+      R"({"completion": "x", "id": -0})",
+      R"({"completion": "x", "id": 123456789012345678901234567890})",
+      R"({"completion": "x", "id": [1, {"b": 2, "a": 1}]})",
+      R"({"completion": "x", "id": {}})",
+      // chat messages
+      R"({"completion": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]})",
+      R"({"completion": [{"role": "assistant", "content": [{"type": "text", "text": "a"}]}]})",
+      // control bytes: a raw tab inside a string is an error, outside one it is whitespace
+      "{\"completion\": \"a\tb\"}",
+      "{\"completion\":\t\"ab\"}",
+      "{\"completion\": \"a\x01\"}",
+      // a byte-order mark, which nlohmann skips
+      "\xEF\xBB\xBF{\"completion\": \"x\"}",
+  };
+  for (const std::string& line : lines) ExpectSameAsReference(line);
+}
+
+TEST(RolloutReader, RenamedAndSharedKeys) {
+  FieldNames renamed;
+  ASSERT_TRUE(RenameField("completion=response", &renamed).ok());
+  ASSERT_TRUE(RenameField("id=uid", &renamed).ok());
+  ExpectSameAsReference(R"({"uid": "u", "response": "r", "completion": "ignored"})", renamed);
+  // Two fields read from one key: the reference reads it twice.
+  FieldNames shared;
+  ASSERT_TRUE(RenameField("references=reference", &shared).ok());
+  ExpectSameAsReference(R"({"completion": "x", "reference": ["a", "b"]})", shared);
+}
+
+// A line read in place from a larger buffer, with only the padding after it.
+TEST(RolloutReader, ReadsInPlaceWithOnlyThePaddingAfterTheLine) {
+  const std::string first = R"({"completion": "one", "id": 1})";
+  std::string buffer = first + "\n" + R"({"completion": "two")";
+  buffer.append(kRolloutLinePadding, '}');
+  RolloutReader reader(FieldNames{});
+  absl::StatusOr<Rollout> one = reader.ReadPadded(std::string_view(buffer).substr(0, first.size()));
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->item.completion().text(), "one");
+  // The second line is cut off before its brace: what follows in the buffer must not complete it.
+  absl::StatusOr<Rollout> two =
+      reader.ReadPadded(std::string_view(buffer).substr(first.size() + 1, 20));
+  EXPECT_FALSE(two.ok());
 }
 
 }  // namespace

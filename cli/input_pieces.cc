@@ -1,0 +1,199 @@
+#include "cli/input_pieces.h"
+
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "cli/rollouts.h"
+#include "common/strings.h"
+
+namespace rlscore::cli {
+namespace {
+
+// A read-only mapping of a whole file, unmapped when the last piece that views it is gone.
+class Mapping {
+ public:
+  Mapping(void* data, size_t size) : data_(data), size_(size) {}
+  ~Mapping() { munmap(data_, size_); }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  std::string_view bytes() const { return {static_cast<const char*>(data_), size_}; }
+
+ private:
+  void* const data_;
+  const size_t size_;
+};
+
+// Lines that are not rollouts: empty, or only whitespace (a CR before the newline included).
+bool IsBlank(std::string_view line) { return absl::StripAsciiWhitespace(Sv(line)).empty(); }
+
+// Cuts data into pieces, numbers them and hands them on; remembers when emit said stop.
+class Cutter {
+ public:
+  Cutter(PieceSize size, const std::function<bool(InputPiece)>& emit) : size_(size), emit_(emit) {}
+
+  void Emit(std::string_view text, const std::shared_ptr<const void>& owner) {
+    if (stopped_ || text.empty()) return;
+    bytes_ += text.size();
+    stopped_ = !emit_({.sequence = sequence_++, .text = text, .owner = owner, .bytes_end = bytes_});
+  }
+
+  // Emits pieces of the whole lines at the start of `data`; returns where the rest starts: a
+  // line without its newline, and when `more` input follows in pieces of lines, the lines of an
+  // unfinished piece. Without `more`, pieces of lines take in the rest.
+  size_t EmitWholeLines(std::string_view data, const std::shared_ptr<const void>& owner,
+                        bool more) {
+    return size_.lines == 0 ? ByBytes(data, owner) : ByLines(data, owner, more);
+  }
+
+  bool stopped() const { return stopped_; }
+
+ private:
+  size_t ByBytes(std::string_view data, const std::shared_ptr<const void>& owner) {
+    size_t start = 0;
+    while (!stopped_ && start < data.size()) {
+      const size_t from = std::min(data.size(), start + size_.bytes) - 1;
+      const void* nl = std::memchr(data.data() + from, '\n', data.size() - from);
+      if (nl == nullptr) nl = memrchr(data.data() + start, '\n', from - start);
+      if (nl == nullptr) break;  // no whole line left
+      const size_t end = static_cast<size_t>(static_cast<const char*>(nl) - data.data()) + 1;
+      Emit(data.substr(start, end - start), owner);
+      start = end;
+    }
+    return start;
+  }
+
+  size_t ByLines(std::string_view data, const std::shared_ptr<const void>& owner, bool more) {
+    size_t start = 0, next = 0;
+    uint32_t lines = 0;
+    while (!stopped_) {
+      const void* nl = std::memchr(data.data() + next, '\n', data.size() - next);
+      if (nl == nullptr) break;
+      const size_t end = static_cast<size_t>(static_cast<const char*>(nl) - data.data());
+      if (!IsBlank(data.substr(next, end - next))) ++lines;
+      next = end + 1;
+      if (lines == size_.lines) {
+        Emit(data.substr(start, next - start), owner);
+        start = next;
+        lines = 0;
+      }
+    }
+    if (!more) {  // the rest, a last line without its newline too, is the last piece
+      Emit(data.substr(start), owner);
+      start = data.size();
+    }
+    return start;
+  }
+
+  const PieceSize size_;
+  const std::function<bool(InputPiece)>& emit_;
+  uint64_t sequence_ = 0, bytes_ = 0;
+  bool stopped_ = false;
+};
+
+std::shared_ptr<const char[]> PaddedCopy(std::string_view bytes) {
+  std::shared_ptr<char[]> copy =
+      std::make_shared_for_overwrite<char[]>(bytes.size() + kRolloutLinePadding);
+  std::memcpy(copy.get(), bytes.data(), bytes.size());
+  std::memset(copy.get() + bytes.size(), ' ', kRolloutLinePadding);
+  return copy;
+}
+
+absl::Status ReadMapped(int fd, size_t size, Cutter* cutter) {
+  void* data = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (data == MAP_FAILED) return absl::ErrnoToStatus(errno, "mapping the input");
+  madvise(data, size, MADV_SEQUENTIAL);
+  const auto mapping = std::make_shared<const Mapping>(data, size);
+  const std::string_view bytes = mapping->bytes();
+  // Pieces are views as far as the padding after them stays inside the mapping's last page;
+  // the rest of the file is read from a padded copy.
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t readable = (size + page - 1) / page * page;
+  const size_t viewable =
+      readable >= size + kRolloutLinePadding ? size : size - std::min(size, kRolloutLinePadding);
+  const size_t start = cutter->EmitWholeLines(bytes.substr(0, viewable), mapping, /*more=*/true);
+  if (cutter->stopped() || start == size) return absl::OkStatus();
+  const std::shared_ptr<const char[]> copy = PaddedCopy(bytes.substr(start));
+  const std::string_view tail(copy.get(), size - start);
+  const size_t rest = cutter->EmitWholeLines(tail, copy, /*more=*/false);
+  cutter->Emit(tail.substr(rest), copy);  // a last line without its newline
+  return absl::OkStatus();
+}
+
+// Whether more input can be read from `fd` without waiting.
+bool Ready(int fd) {
+  pollfd p{.fd = fd, .events = POLLIN, .revents = 0};
+  return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP)) != 0;
+}
+
+absl::Status ReadChunks(int fd, Cutter* cutter) {
+  constexpr size_t kChunk = size_t{4} << 20;
+  std::string_view carried;  // what the previous chunk did not pass on
+  std::shared_ptr<const char[]> previous;
+  for (bool eof = false; !eof && !cutter->stopped();) {
+    // Room for the carried bytes, a chunk and the padding. Left uninitialised: reads overwrite
+    // it, and pages not read into are never touched.
+    const size_t limit = carried.size() + kChunk;
+    std::shared_ptr<char[]> chunk =
+        std::make_shared_for_overwrite<char[]>(limit + kRolloutLinePadding);
+    if (!carried.empty()) std::memcpy(chunk.get(), carried.data(), carried.size());
+    size_t size = carried.size();
+    // Reads until the chunk is full, or the input ends, or nothing more has arrived: a writer
+    // that pauses (or keeps its end open after a bad line) gets its lines scored meanwhile.
+    do {
+      const ssize_t got = read(fd, chunk.get() + size, limit - size);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return absl::ErrnoToStatus(errno, "reading the input");
+      if (got == 0) {
+        eof = true;
+        break;
+      }
+      size += static_cast<size_t>(got);
+    } while (size < limit && Ready(fd));
+    std::memset(chunk.get() + size, ' ', kRolloutLinePadding);
+    const std::string_view data(chunk.get(), size);
+    const size_t start = cutter->EmitWholeLines(data, chunk, /*more=*/!eof);
+    carried = data.substr(start);
+    if (eof) cutter->Emit(carried, chunk);  // a last line without its newline
+    previous = std::move(chunk);            // keeps `carried` alive for the next chunk's copy
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ReadPieces(int fd, PieceSize size, const std::function<bool(InputPiece)>& emit) {
+  size.bytes = std::max<size_t>(size.bytes, 1);
+  Cutter cutter(size, emit);
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    return ReadMapped(fd, static_cast<size_t>(st.st_size), &cutter);
+  }
+  return ReadChunks(fd, &cutter);
+}
+
+uint64_t SplitLines(std::string_view text, std::vector<PieceLine>* lines) {
+  uint64_t number = 0;
+  size_t start = 0;
+  while (start < text.size()) {
+    const void* nl = std::memchr(text.data() + start, '\n', text.size() - start);
+    const size_t end = nl == nullptr
+                           ? text.size()
+                           : static_cast<size_t>(static_cast<const char*>(nl) - text.data());
+    std::string_view line = text.substr(start, end - start);
+    ++number;
+    start = end + 1;
+    if (IsBlank(line)) continue;  // not a rollout
+    if (line.back() == '\r') line.remove_suffix(1);
+    lines->push_back({line, number});
+  }
+  return number;
+}
+
+}  // namespace rlscore::cli

@@ -1,0 +1,60 @@
+// Cuts a JSONL input into pieces of whole lines for the scoring threads. Pieces of about N bytes
+// are cut without looking at most of the input: the reader only finds a newline every N bytes,
+// and each scoring thread splits its own pieces into lines, so the work that touches every byte
+// runs on every thread. Pieces of exactly N non-blank lines (for requests of N rollouts to a
+// server) make the reader look at every line.
+//
+// A regular file is mapped and pieces are views into the mapping; a pipe is read in chunks of a
+// few megabytes, each byte copied once, and what has arrived is passed on without waiting for a
+// full chunk. Every piece is followed by at least kRolloutLinePadding readable bytes (of any
+// content), as RolloutReader::ReadPadded needs after a line.
+//
+//   absl::Status read = ReadPieces(fd, {.bytes = 256 << 10}, [&](InputPiece piece) {
+//     return queue.Push(std::move(piece));   // false stops the reading
+//   });
+//   std::vector<PieceLine> lines;
+//   const uint64_t count = SplitLines(piece.text, &lines);   // numbers from 1 within the piece
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace rlscore::cli {
+
+// Consecutive whole lines of the input: the last one's newline included, except at the end of
+// an input that does not end with one.
+struct InputPiece {
+  uint64_t sequence = 0;  // 0, 1, 2, ... in input order
+  std::string_view text;
+  std::shared_ptr<const void> owner;  // keeps `text` alive: a piece may outlive the reading
+  uint64_t bytes_end = 0;             // offset in the input where the piece ends
+};
+
+// Where a piece ends.
+struct PieceSize {
+  size_t bytes = 256 << 10;  // at the first newline this many bytes in (unless `lines` is set)
+  uint32_t lines = 0;        // if not 0: after this many non-blank lines
+};
+
+// Reads `fd` to its end in pieces of `size`, in order, handing each to `emit`; stops early when
+// `emit` answers false. The last piece may be shorter; so may one of a pipe whose writer pauses,
+// in pieces of bytes. An error of reading comes after the pieces read before it were emitted.
+absl::Status ReadPieces(int fd, PieceSize size, const std::function<bool(InputPiece)>& emit);
+
+// A non-blank line of a piece: its text without the newline (and without a CR before it), and
+// its number within the piece, from 1, blank lines counted.
+struct PieceLine {
+  std::string_view text;
+  uint64_t number;
+};
+
+// Appends the non-blank lines of `text` to `lines`; returns how many lines it has, blank ones
+// included (the numbering of the next piece goes on from there).
+uint64_t SplitLines(std::string_view text, std::vector<PieceLine>* lines);
+
+}  // namespace rlscore::cli

@@ -1,0 +1,237 @@
+#include "cli/input_pieces.h"
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/rollouts.h"
+
+namespace rlscore::cli {
+namespace {
+
+struct Read {
+  std::vector<std::string> pieces;
+  uint64_t padding_checksum = 0;  // reads the padding after every piece, so a fault shows
+};
+
+void Check(const std::vector<InputPiece>& pieces, Read* read) {
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const InputPiece& p = pieces[i];
+    EXPECT_EQ(p.sequence, i);
+    ASSERT_FALSE(p.text.empty());
+    bytes += p.text.size();
+    EXPECT_EQ(p.bytes_end, bytes);
+    if (i + 1 < pieces.size()) {
+      EXPECT_EQ(p.text.back(), '\n') << i;
+    }
+    for (size_t k = 0; k < kRolloutLinePadding; ++k) {
+      read->padding_checksum += static_cast<unsigned char>(p.text.data()[p.text.size() + k]);
+    }
+    read->pieces.emplace_back(p.text);
+  }
+}
+
+Read ReadFile(const std::string& content, size_t piece_bytes) {
+  char path[] = "/tmp/rlscore-pieces-XXXXXX";
+  const int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
+  lseek(fd, 0, SEEK_SET);
+  std::vector<InputPiece> pieces;
+  EXPECT_TRUE(ReadPieces(fd, {.bytes = piece_bytes, .lines = 0}, [&](InputPiece p) {
+                pieces.push_back(std::move(p));
+                return true;
+              }).ok());
+  close(fd);
+  unlink(path);
+  Read read;
+  Check(pieces, &read);
+  return read;
+}
+
+Read ReadPipe(const std::string& content, size_t piece_bytes) {
+  int fds[2];
+  EXPECT_EQ(pipe(fds), 0);
+  std::thread writer([&] {
+    for (size_t done = 0; done < content.size();) {
+      const ssize_t n = write(fds[1], content.data() + done, content.size() - done);
+      if (n <= 0) break;
+      done += static_cast<size_t>(n);
+    }
+    close(fds[1]);
+  });
+  std::vector<InputPiece> pieces;
+  EXPECT_TRUE(ReadPieces(fds[0], {.bytes = piece_bytes, .lines = 0}, [&](InputPiece p) {
+                pieces.push_back(std::move(p));
+                return true;
+              }).ok());
+  writer.join();
+  close(fds[0]);
+  Read read;
+  Check(pieces, &read);
+  return read;
+}
+
+std::string Joined(const Read& read) {
+  std::string all;
+  for (const std::string& p : read.pieces) all += p;
+  return all;
+}
+
+std::string Lines(size_t total, size_t line_length, bool final_newline) {
+  std::string s;
+  while (s.size() < total) {
+    s.append(std::min(line_length, total - s.size()), 'x');
+    if (s.size() < total || final_newline) s.push_back('\n');
+  }
+  return s;
+}
+
+// Around the end of a page, where the padding after the last line stops fitting in the mapping.
+TEST(InputPieces, AFileIsCutIntoWholeLinesWithPaddingAtEveryEnd) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  for (size_t size : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, page - 65, page - 64,
+                      page - 63, page - 1, page, page + 1, 3 * page + 17}) {
+    for (bool final_newline : {true, false}) {
+      for (size_t piece_bytes : {size_t{1}, size_t{100}, size_t{1} << 20}) {
+        SCOPED_TRACE(testing::Message() << size << " " << final_newline << " " << piece_bytes);
+        const std::string content = Lines(size, 37, final_newline);
+        const Read read = ReadFile(content, piece_bytes);
+        EXPECT_EQ(Joined(read), content);
+        if (piece_bytes == 1) {
+          // One line a piece.
+          for (size_t i = 0; i + 1 < read.pieces.size(); ++i) {
+            EXPECT_EQ(read.pieces[i].find('\n'), read.pieces[i].size() - 1);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(InputPieces, APipeIsReadInChunksAndALongLineGrowsOne) {
+  std::string content = Lines(1000, 10, true);
+  content += std::string((size_t{5} << 20) + 3, 'y') + "\n";  // longer than a chunk
+  content += Lines(10000, 300, false);
+  for (size_t piece_bytes : {size_t{1000}, size_t{256} << 10}) {
+    const Read read = ReadPipe(content, piece_bytes);
+    EXPECT_EQ(Joined(read), content);
+  }
+  EXPECT_EQ(Joined(ReadPipe("", 100)), "");
+  EXPECT_EQ(Joined(ReadPipe("no newline", 100)), "no newline");
+}
+
+// Pieces of lines, for requests to a server: exactly N non-blank lines each, blank ones riding
+// along, from a file and from a pipe.
+TEST(InputPieces, PiecesOfLinesCountTheNonBlankOnes) {
+  std::string content;
+  for (int i = 0; i < 1000; ++i)
+    content += i % 7 == 3 ? "  \r\n" : std::string(i % 50 + 1, 'z') + "\n";
+  content += "last without newline";
+  for (const bool file : {true, false}) {
+    std::vector<InputPiece> pieces;
+    int fds[2];
+    char path[] = "/tmp/rlscore-pieces-XXXXXX";
+    int fd;
+    std::thread writer;
+    if (file) {
+      fd = mkstemp(path);
+      ASSERT_EQ(write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
+      lseek(fd, 0, SEEK_SET);
+    } else {
+      ASSERT_EQ(pipe(fds), 0);
+      fd = fds[0];
+      writer = std::thread([&] {
+        EXPECT_EQ(write(fds[1], content.data(), content.size()),
+                  static_cast<ssize_t>(content.size()));
+        close(fds[1]);
+      });
+    }
+    ASSERT_TRUE(ReadPieces(fd, {.bytes = 0, .lines = 10}, [&](InputPiece p) {
+                  pieces.push_back(std::move(p));
+                  return true;
+                }).ok());
+    if (writer.joinable()) writer.join();
+    close(fd);
+    if (file) unlink(path);
+    std::string joined;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      std::vector<PieceLine> lines;
+      SplitLines(pieces[i].text, &lines);
+      if (i + 1 < pieces.size()) {
+        EXPECT_EQ(lines.size(), 10u) << file << " " << i;
+      }
+      joined += pieces[i].text;
+    }
+    EXPECT_EQ(joined, content);
+    EXPECT_EQ(pieces.size(), (1000 - 143 + 1 + 9) / 10) << file;
+  }
+}
+
+// A writer that pauses after two lines (or keeps its end open after a bad one) gets them read
+// without waiting for more input.
+TEST(InputPieces, APipeWhoseWriterPausesIsReadMeanwhile) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  std::promise<void> seen;
+  std::thread writer([&] {
+    EXPECT_EQ(write(fds[1], "a\nb\n", 4), 4);
+    seen.get_future().wait_for(std::chrono::seconds(60));
+    close(fds[1]);
+  });
+  std::vector<std::string> pieces;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(ReadPieces(fds[0], {.bytes = 1 << 20, .lines = 0}, [&](InputPiece p) {
+                if (pieces.empty()) seen.set_value();
+                pieces.emplace_back(p.text);
+                return true;
+              }).ok());
+  writer.join();
+  close(fds[0]);
+  EXPECT_EQ(pieces, std::vector<std::string>{"a\nb\n"});
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(50));
+}
+
+TEST(InputPieces, AnEmptyFileHasNoPieces) { EXPECT_TRUE(ReadFile("", 100).pieces.empty()); }
+
+TEST(InputPieces, StopsWhenAsked) {
+  const std::string content = Lines(100000, 10, true);
+  char path[] = "/tmp/rlscore-pieces-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_EQ(write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
+  lseek(fd, 0, SEEK_SET);
+  int calls = 0;
+  EXPECT_TRUE(
+      ReadPieces(fd, {.bytes = 100, .lines = 0}, [&](InputPiece) { return ++calls < 3; }).ok());
+  EXPECT_EQ(calls, 3);
+  close(fd);
+  unlink(path);
+}
+
+TEST(InputPieces, SplitLinesNumbersEveryLineAndKeepsTheNonBlankOnes) {
+  std::vector<PieceLine> lines;
+  EXPECT_EQ(SplitLines("a\n\n  \r\nb\r\nc", &lines), 5u);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].text, "a");
+  EXPECT_EQ(lines[0].number, 1u);
+  EXPECT_EQ(lines[1].text, "b");
+  EXPECT_EQ(lines[1].number, 4u);
+  EXPECT_EQ(lines[2].text, "c");
+  EXPECT_EQ(lines[2].number, 5u);
+  lines.clear();
+  EXPECT_EQ(SplitLines("x\n", &lines), 1u);
+  EXPECT_EQ(SplitLines("\n\n", &lines), 2u);
+  EXPECT_EQ(lines.size(), 1u);
+}
+
+}  // namespace
+}  // namespace rlscore::cli
