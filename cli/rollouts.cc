@@ -12,10 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/json_input.h"
+#include "common/json_ondemand.h"
 #include "common/json_output.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
-#include "simdjson.h"
 
 namespace rlscore::cli {
 namespace {
@@ -247,74 +247,10 @@ namespace {
 // simdjson's on-demand reading of a rollout line. Each function answers false where the line is
 // not one it reads with certainty; ParseRollout then reads it (and names any error).
 namespace ondemand = simdjson::ondemand;
-
-// Container depth as nlohmann's parser callback counts it: the line's object is depth 0.
-bool SkipChecked(ondemand::value value, int depth);
-
-bool SkipContainerChecked(ondemand::value value, ondemand::json_type type, int depth) {
-  if (depth >= kMaxJsonDepth) return false;
-  if (type == ondemand::json_type::array) {
-    ondemand::array array;
-    if (value.get_array().get(array)) return false;
-    for (auto element : array) {
-      ondemand::value v;
-      if (element.get(v) || !SkipChecked(v, depth + 1)) return false;
-    }
-    return true;
-  }
-  ondemand::object object;
-  if (value.get_object().get(object)) return false;
-  for (auto member : object) {
-    ondemand::field field;
-    std::string_view key;
-    if (std::move(member).get(field) || field.unescaped_key().get(key)) return false;
-    if (!SkipChecked(field.value(), depth + 1)) return false;
-  }
-  return true;
-}
-
-// Walks a value the rollout does not use, checking what nlohmann's parser would: every token,
-// numbers in range, and nesting.
-bool SkipChecked(ondemand::value value, int depth) {
-  ondemand::json_type type;
-  if (value.type().get(type)) return false;
-  switch (type) {
-    case ondemand::json_type::array:
-    case ondemand::json_type::object:
-      return SkipContainerChecked(value, type, depth);
-    case ondemand::json_type::string: {
-      std::string_view s;
-      return !value.get_string().get(s);
-    }
-    case ondemand::json_type::number: {
-      double d;
-      return !value.get_double().get(d);
-    }
-    case ondemand::json_type::boolean: {
-      bool b;
-      return !value.get_bool().get(b);
-    }
-    case ondemand::json_type::null: {
-      bool is_null = false;
-      return !value.is_null().get(is_null) && is_null;
-    }
-  }
-  return false;
-}
-
-bool ReadString(ondemand::value value, std::string* out) {
-  std::string_view s;
-  if (value.get_string().get(s)) return false;
-  out->assign(s.data(), s.size());
-  return true;
-}
-
-bool IsNull(ondemand::value value) {
-  ondemand::json_type type;
-  bool is_null = false;
-  return !value.type().get(type) && type == ondemand::json_type::null &&
-         !value.is_null().get(is_null) && is_null;
-}
+static_assert(kRolloutLinePadding >= json_ondemand::kPadding);
+using json_ondemand::IsNull;
+using json_ondemand::ReadString;
+using json_ondemand::SkipChecked;
 
 bool ReadUint32(ondemand::value value, uint32_t* out) {
   uint64_t v;
@@ -399,22 +335,6 @@ bool ReadTokenIds(ondemand::value value, v1::Completion* completion) {
   return true;
 }
 
-bool HasControlByte(std::string_view line) {
-  // Eight bytes at a time: a byte below 0x20 borrows from its own high bit when 0x20 is taken
-  // from it; bytes of 0x80 and above are masked out by ~word.
-  constexpr uint64_t kOnes = 0x0101010101010101ull;
-  size_t i = 0;
-  for (; i + 8 <= line.size(); i += 8) {
-    uint64_t word;
-    std::memcpy(&word, line.data() + i, 8);
-    if (((word - 0x20 * kOnes) & ~word & 0x80 * kOnes) != 0) return true;
-  }
-  for (; i < line.size(); ++i) {
-    if (static_cast<unsigned char>(line[i]) < 0x20) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 struct RolloutReader::Parser {
@@ -448,7 +368,7 @@ absl::StatusOr<Rollout> RolloutReader::Read(std::string_view line) {
 absl::StatusOr<Rollout> RolloutReader::ReadPadded(std::string_view line) {
   // Raw control bytes are errors inside strings and whitespace (tab, CR) outside: either way a
   // line simdjson might read differently from nlohmann, so the reference reads it.
-  if (names_distinct_ && !HasControlByte(line)) {
+  if (names_distinct_ && !json_ondemand::HasControlByte(line)) {
     Rollout rollout;
     if (ReadFast(line, &rollout)) return rollout;
   }
@@ -561,11 +481,7 @@ bool RolloutReader::ReadFast(std::string_view line, Rollout* rollout) {
     }
     if (!ok) return false;
   }
-  // Past the object, the document must end: anything after it is an error for nlohmann.
-  const char* trailing = nullptr;
-  if (doc.current_location().get(trailing) != simdjson::OUT_OF_BOUNDS || !seen[kCompletion]) {
-    return false;
-  }
+  if (!json_ondemand::AtEnd(doc) || !seen[kCompletion]) return false;
   for (std::vector<std::string>& list : references) {
     for (std::string& r : list) item.add_references(std::move(r));
   }

@@ -1,7 +1,7 @@
 // The JSON front doors: OpenRLHF and slime request bodies (http/rewards.h) and a rollout
 // line of `rlscore score` (cli/rollouts.h). Any bytes are either refused with an error that names
-// what was wrong or mapped to a request the scorer accepts the shape of; and `rlscore score`'s
-// simdjson reader gives the reference reader's answer for every line, error or item.
+// what was wrong or mapped to a request the scorer accepts the shape of; and the simdjson readers
+// give their nlohmann references' answer for every input, error or request.
 #include <cstddef>
 #include <cstdint>
 
@@ -14,8 +14,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::FuzzInput in(data, size);
   const std::string_view body = in.Rest();
 
-  uint64_t not_found = 0;
+  uint64_t not_found = 0, reference_not_found = 0;
   const absl::StatusOr<v1::ScoreGroupsRequest> openrlhf = http::OpenRlhfToRequest(body, &not_found);
+  const absl::StatusOr<v1::ScoreGroupsRequest> openrlhf_reference =
+      http::OpenRlhfReference(body, &reference_not_found);
+  RLSCORE_FUZZ_CHECK(openrlhf.ok() == openrlhf_reference.ok());
+  if (openrlhf.ok()) {
+    RLSCORE_FUZZ_CHECK(openrlhf->SerializeAsString() == openrlhf_reference->SerializeAsString());
+    RLSCORE_FUZZ_CHECK(not_found == reference_not_found);
+  } else {
+    RLSCORE_FUZZ_CHECK(openrlhf.status() == openrlhf_reference.status());
+  }
   if (openrlhf.ok()) {
     int completions = 0;
     for (const v1::Group& group : openrlhf->groups()) {
@@ -28,6 +37,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   const absl::StatusOr<v1::ScoreGroupsRequest> slime = http::SlimeToRequest(body);
+  const absl::StatusOr<v1::ScoreGroupsRequest> slime_reference = http::SlimeReference(body);
+  RLSCORE_FUZZ_CHECK(slime.ok() == slime_reference.ok());
+  if (slime.ok()) {
+    RLSCORE_FUZZ_CHECK(slime->SerializeAsString() == slime_reference->SerializeAsString());
+  } else {
+    RLSCORE_FUZZ_CHECK(slime.status() == slime_reference.status());
+  }
   if (slime.ok()) {
     RLSCORE_FUZZ_CHECK(slime->groups_size() == 1 && slime->groups(0).completions_size() == 1);
   } else {

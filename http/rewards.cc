@@ -1,13 +1,17 @@
 #include "http/rewards.h"
 
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/json_input.h"
+#include "common/json_ondemand.h"
 #include "common/status_macros.h"
 #include "common/strings.h"
 
@@ -102,6 +106,297 @@ void AddCompletion(std::string text, v1::Group* group) {
   completion->set_text(std::move(text));
 }
 
+// Samples of one prompt arrive together and form a group; without prompts, each sample is a
+// group of its own.
+class GroupBuilder {
+ public:
+  GroupBuilder(v1::ScoreGroupsRequest* request, uint64_t* prompts_not_found)
+      : request_(request), prompts_not_found_(prompts_not_found) {}
+
+  // Sample `i`: its completion joins the previous sample's group when `same_group` (the same
+  // prompt and label), or starts a group whose references `add_references` sets.
+  absl::Status Add(size_t i, std::string_view query, const std::string_view* prompt,
+                   bool same_group, const std::function<absl::Status(v1::Group*)>& add_references) {
+    if (!same_group) {
+      group_ = request_->add_groups();
+      if (prompt != nullptr) group_->set_prompt_id(absl::StrCat("openrlhf/", i));
+      RLSCORE_RETURN_IF_ERROR(add_references(group_));
+    }
+    bool found = true;
+    AddCompletion(ResponseOf(query, prompt == nullptr ? "" : *prompt, &found), group_);
+    if (!found && prompts_not_found_ != nullptr) ++*prompts_not_found_;
+    return absl::OkStatus();
+  }
+
+ private:
+  v1::ScoreGroupsRequest* const request_;
+  uint64_t* const prompts_not_found_;
+  v1::Group* group_ = nullptr;
+};
+
+}  // namespace
+
+absl::StatusOr<v1::ScoreGroupsRequest> OpenRlhfReference(std::string_view body,
+                                                         uint64_t* prompts_not_found) {
+  absl::StatusOr<Json> parsed = ParseObject(body);
+  if (!parsed.ok()) return parsed.status();
+  absl::StatusOr<const Json*> queries = ArrayField(*parsed, "query", 0, /*required=*/true);
+  if (!queries.ok()) return queries.status();
+  const size_t n = (*queries)->size();
+  absl::StatusOr<const Json*> prompts = ArrayField(*parsed, "prompts", n, /*required=*/false);
+  if (!prompts.ok()) return prompts.status();
+  absl::StatusOr<const Json*> labels = ArrayField(*parsed, "labels", n, /*required=*/false);
+  if (!labels.ok()) return labels.status();
+
+  v1::ScoreGroupsRequest request;
+  GroupBuilder groups(&request, prompts_not_found);
+  const Json null_json;
+  const Json* previous_prompt = nullptr;
+  const Json* previous_label = nullptr;
+  for (size_t i = 0; i < n; ++i) {
+    const Json& query = (**queries)[i];
+    if (!query.is_string()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"query\"[", i, "]: expected a string, got ", query.type_name()));
+    }
+    const Json& prompt = *prompts == nullptr ? null_json : (**prompts)[i];
+    if (!prompt.is_null() && !prompt.is_string()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("\"prompts\"[", i, "]: expected a string, got ", prompt.type_name()));
+    }
+    const Json& label = *labels == nullptr ? null_json : (**labels)[i];
+    const bool same_group = previous_prompt != nullptr && !prompt.is_null() &&
+                            *previous_prompt == prompt && *previous_label == label;
+    previous_prompt = &prompt;
+    previous_label = &label;
+    const std::string_view prompt_text =
+        prompt.is_null() ? std::string_view() : prompt.get_ref<const std::string&>();
+    RLSCORE_RETURN_IF_ERROR(
+        groups.Add(i, query.get_ref<const std::string&>(),
+                   prompt.is_null() ? nullptr : &prompt_text, same_group, [&](v1::Group* group) {
+                     return AddReferences(label, absl::StrCat("\"labels\"[", i, "]"), group);
+                   }));
+  }
+  return request;
+}
+
+absl::StatusOr<v1::ScoreGroupsRequest> SlimeReference(std::string_view body) {
+  absl::StatusOr<Json> parsed = ParseObject(body);
+  if (!parsed.ok()) return parsed.status();
+  const auto response = parsed->find("response");
+  if (response == parsed->end() || !response->is_string()) {
+    return absl::InvalidArgumentError(
+        response == parsed->end()
+            ? std::string("\"response\" is missing")
+            : absl::StrCat("\"response\": expected a string, got ", response->type_name()));
+  }
+  v1::ScoreGroupsRequest request;
+  v1::Group* group = request.add_groups();
+  if (const auto label = parsed->find("label"); label != parsed->end()) {
+    RLSCORE_RETURN_IF_ERROR(AddReferences(*label, "\"label\"", group));
+  }
+  AddCompletion(response->get<std::string>(), group);
+  return request;
+}
+
+namespace {
+
+thread_local uint64_t reference_reads = 0;
+
+// The fast readings, with simdjson: what they cannot read with certainty they leave to the
+// reference (nullopt), so answers and errors are the reference's for every body.
+namespace ondemand = simdjson::ondemand;
+using json_ondemand::IsNull;
+using json_ondemand::SkipChecked;
+
+// A label as the fast path reads it: null, or references (strings, integers, booleans as their
+// JSON text), alone or in a list. Equal labels are equal JSON values, as nlohmann compares them.
+struct Label {
+  enum class Kind { kNull, kOne, kList } kind = Kind::kNull;
+  std::vector<std::pair<ondemand::json_type, std::string>> references;
+  bool operator==(const Label&) const = default;
+};
+
+bool ReadReference(ondemand::value value, std::pair<ondemand::json_type, std::string>* out) {
+  if (value.type().get(out->first)) return false;
+  switch (out->first) {
+    case ondemand::json_type::string:
+      return json_ondemand::ReadString(value, &out->second);
+    case ondemand::json_type::boolean: {
+      bool b;
+      if (value.get_bool().get(b)) return false;
+      out->second = b ? "true" : "false";
+      return true;
+    }
+    case ondemand::json_type::number: {
+      // Integers only: nlohmann reformats floats (1.50 -> 1.5) and compares 1 and 1.0 equal.
+      ondemand::number_type type;
+      if (value.get_number_type().get(type)) return false;
+      if (type == ondemand::number_type::signed_integer) {
+        int64_t v;
+        if (value.get_int64().get(v)) return false;
+        out->second = absl::StrCat(v);
+        return true;
+      }
+      uint64_t v;
+      if (type != ondemand::number_type::unsigned_integer || value.get_uint64().get(v))
+        return false;
+      out->second = absl::StrCat(v);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+bool ReadLabel(ondemand::value value, Label* label) {
+  ondemand::json_type type;
+  if (value.type().get(type)) return false;
+  if (type == ondemand::json_type::null) return IsNull(value);
+  if (type != ondemand::json_type::array) {
+    label->kind = Label::Kind::kOne;
+    return ReadReference(value, &label->references.emplace_back());
+  }
+  label->kind = Label::Kind::kList;
+  ondemand::array array;
+  if (value.get_array().get(array)) return false;
+  for (auto element : array) {
+    ondemand::value v;
+    if (element.get(v) || !ReadReference(v, &label->references.emplace_back())) return false;
+  }
+  return true;
+}
+
+void AddLabel(const Label& label, v1::Group* group) {
+  for (const auto& [type, text] : label.references) group->add_references(text);
+}
+
+// A thread's parser and padded copy of the body; both grow to the largest body it has read.
+struct FastParser {
+  ondemand::parser parser;
+  std::string padded;
+
+  // The body's object, or false: for a control byte (or an unparsable body).
+  bool Start(std::string_view body, ondemand::document* doc, ondemand::object* object) {
+    if (json_ondemand::HasControlByte(body)) return false;
+    padded.assign(body.data(), body.size());
+    padded.append(json_ondemand::kPadding, ' ');
+    return !parser.iterate(padded.data(), body.size(), padded.size()).get(*doc) &&
+           !doc->get_object().get(*object);
+  }
+};
+
+FastParser& ThreadParser() {
+  thread_local FastParser parser;
+  return parser;
+}
+
+// Reads each field of `object` with `read(key, value)`; a key read twice (nlohmann keeps the
+// last), a field `read` refuses, or trailing text: false.
+template <size_t N, typename Read>
+bool ReadFields(ondemand::document& doc, ondemand::object& object,
+                const std::string_view (&keys)[N], Read read) {
+  bool seen[N] = {};
+  for (auto member : object) {
+    ondemand::field field;
+    std::string_view key;
+    if (std::move(member).get(field) || field.unescaped_key().get(key)) return false;
+    size_t which = 0;
+    while (which < N && keys[which] != key) ++which;
+    if (which == N) {
+      if (!SkipChecked(field.value(), 1)) return false;
+      continue;
+    }
+    if (seen[which]) return false;
+    seen[which] = true;
+    if (!read(which, field.value())) return false;
+  }
+  return json_ondemand::AtEnd(doc);
+}
+
+std::optional<v1::ScoreGroupsRequest> OpenRlhfFast(std::string_view body,
+                                                   uint64_t* prompts_not_found) {
+  FastParser& fast = ThreadParser();
+  ondemand::document doc;
+  ondemand::object object;
+  if (!fast.Start(body, &doc, &object)) return std::nullopt;
+  bool has_query = false;
+  std::vector<std::string_view> queries;  // views into the parser's string buffer
+  std::vector<std::string_view> prompts;
+  std::vector<bool> prompt_is_null;
+  std::vector<Label> labels;
+  bool has_prompts = false, has_labels = false;
+  static constexpr std::string_view kKeys[] = {"query", "prompts", "labels"};
+  const bool read = ReadFields(doc, object, kKeys, [&](size_t which, ondemand::value value) {
+    if (which != 0 && IsNull(value)) return true;
+    ondemand::array array;
+    if (value.get_array().get(array)) return false;
+    for (auto element : array) {
+      ondemand::value v;
+      if (element.get(v)) return false;
+      std::string_view s;
+      if (which == 0) {
+        if (v.get_string().get(s)) return false;
+        queries.push_back(s);
+      } else if (which == 1) {
+        const bool null = IsNull(v);
+        if (!null && v.get_string().get(s)) return false;
+        prompts.push_back(s);
+        prompt_is_null.push_back(null);
+      } else if (!ReadLabel(v, &labels.emplace_back())) {
+        return false;
+      }
+    }
+    (which == 0 ? has_query : which == 1 ? has_prompts : has_labels) = true;
+    return true;
+  });
+  const size_t n = queries.size();
+  if (!read || !has_query || (has_prompts && prompts.size() != n) ||
+      (has_labels && labels.size() != n)) {
+    return std::nullopt;
+  }
+  v1::ScoreGroupsRequest request;
+  GroupBuilder groups(&request, prompts_not_found);
+  const Label none;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string_view* prompt = has_prompts && !prompt_is_null[i] ? &prompts[i] : nullptr;
+    const Label& label = has_labels ? labels[i] : none;
+    const bool same_group = i > 0 && prompt != nullptr && !prompt_is_null[i - 1] &&
+                            prompts[i - 1] == *prompt &&
+                            (has_labels ? labels[i - 1] : none) == label;
+    groups
+        .Add(i, queries[i], prompt, same_group,
+             [&](v1::Group* group) {
+               AddLabel(label, group);
+               return absl::OkStatus();
+             })
+        .IgnoreError();  // adding read references cannot fail
+  }
+  return request;
+}
+
+std::optional<v1::ScoreGroupsRequest> SlimeFast(std::string_view body) {
+  FastParser& fast = ThreadParser();
+  ondemand::document doc;
+  ondemand::object object;
+  if (!fast.Start(body, &doc, &object)) return std::nullopt;
+  std::string response;
+  bool has_response = false;
+  Label label;
+  static constexpr std::string_view kKeys[] = {"response", "label"};
+  const bool read = ReadFields(doc, object, kKeys, [&](size_t which, ondemand::value value) {
+    if (which == 1) return ReadLabel(value, &label);
+    has_response = true;
+    return json_ondemand::ReadString(value, &response);
+  });
+  if (!read || !has_response) return std::nullopt;
+  v1::ScoreGroupsRequest request;
+  v1::Group* group = request.add_groups();
+  AddLabel(label, group);
+  AddCompletion(std::move(response), group);
+  return request;
+}
+
 }  // namespace
 
 bool StripEndOfSequence(std::string* text) {
@@ -123,52 +418,21 @@ bool StripEndOfSequence(std::string* text) {
 
 absl::StatusOr<v1::ScoreGroupsRequest> OpenRlhfToRequest(std::string_view body,
                                                          uint64_t* prompts_not_found) {
-  absl::StatusOr<Json> parsed = ParseObject(body);
-  if (!parsed.ok()) return parsed.status();
-  absl::StatusOr<const Json*> queries = ArrayField(*parsed, "query", 0, /*required=*/true);
-  if (!queries.ok()) return queries.status();
-  const size_t n = (*queries)->size();
-  absl::StatusOr<const Json*> prompts = ArrayField(*parsed, "prompts", n, /*required=*/false);
-  if (!prompts.ok()) return prompts.status();
-  absl::StatusOr<const Json*> labels = ArrayField(*parsed, "labels", n, /*required=*/false);
-  if (!labels.ok()) return labels.status();
-
-  v1::ScoreGroupsRequest request;
-  const Json null_json;
-  const Json* previous_prompt = nullptr;
-  const Json* previous_label = nullptr;
-  v1::Group* group = nullptr;
-  for (size_t i = 0; i < n; ++i) {
-    const Json& query = (**queries)[i];
-    if (!query.is_string()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("\"query\"[", i, "]: expected a string, got ", query.type_name()));
-    }
-    const Json& prompt = *prompts == nullptr ? null_json : (**prompts)[i];
-    if (!prompt.is_null() && !prompt.is_string()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("\"prompts\"[", i, "]: expected a string, got ", prompt.type_name()));
-    }
-    const Json& label = *labels == nullptr ? null_json : (**labels)[i];
-    // Samples of one prompt arrive together: they form a group (without prompts, each sample
-    // is a group of its own).
-    const bool same_group = group != nullptr && !prompt.is_null() && *previous_prompt == prompt &&
-                            *previous_label == label;
-    if (!same_group) {
-      group = request.add_groups();
-      if (!prompt.is_null()) group->set_prompt_id(absl::StrCat("openrlhf/", i));
-      RLSCORE_RETURN_IF_ERROR(AddReferences(label, absl::StrCat("\"labels\"[", i, "]"), group));
-    }
-    previous_prompt = &prompt;
-    previous_label = &label;
-    bool found = true;
-    AddCompletion(ResponseOf(query.get_ref<const std::string&>(),
-                             prompt.is_null() ? "" : prompt.get_ref<const std::string&>(), &found),
-                  group);
-    if (!found && prompts_not_found != nullptr) ++*prompts_not_found;
+  // The fast reading counts prompts not found only after it has read the whole body.
+  if (std::optional<v1::ScoreGroupsRequest> request = OpenRlhfFast(body, prompts_not_found)) {
+    return *std::move(request);
   }
-  return request;
+  ++reference_reads;
+  return OpenRlhfReference(body, prompts_not_found);
 }
+
+absl::StatusOr<v1::ScoreGroupsRequest> SlimeToRequest(std::string_view body) {
+  if (std::optional<v1::ScoreGroupsRequest> request = SlimeFast(body)) return *std::move(request);
+  ++reference_reads;
+  return SlimeReference(body);
+}
+
+uint64_t ReferenceReadsOnThisThread() { return reference_reads; }
 
 std::string OpenRlhfReply(const v1::ScoreGroupsResponse& response) {
   OrderedJson rewards = OrderedJson::array(), scores = OrderedJson::array();
@@ -194,25 +458,6 @@ std::string OpenRlhfReply(const v1::ScoreGroupsResponse& response) {
       {"rlscore_repetition", std::move(repetition)}, {"rlscore_length", std::move(length)},
       {"rlscore_truncated", std::move(truncated)},   {"rlscore_num_tokens", std::move(num_tokens)}};
   return reply.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
-}
-
-absl::StatusOr<v1::ScoreGroupsRequest> SlimeToRequest(std::string_view body) {
-  absl::StatusOr<Json> parsed = ParseObject(body);
-  if (!parsed.ok()) return parsed.status();
-  const auto response = parsed->find("response");
-  if (response == parsed->end() || !response->is_string()) {
-    return absl::InvalidArgumentError(
-        response == parsed->end()
-            ? std::string("\"response\" is missing")
-            : absl::StrCat("\"response\": expected a string, got ", response->type_name()));
-  }
-  v1::ScoreGroupsRequest request;
-  v1::Group* group = request.add_groups();
-  if (const auto label = parsed->find("label"); label != parsed->end()) {
-    RLSCORE_RETURN_IF_ERROR(AddReferences(*label, "\"label\"", group));
-  }
-  AddCompletion(response->get<std::string>(), group);
-  return request;
 }
 
 std::string SlimeReply(const v1::ScoreGroupsResponse& response) {

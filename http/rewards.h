@@ -31,6 +31,16 @@ namespace rlscore::http {
 absl::StatusOr<v1::ScoreGroupsRequest> OpenRlhfToRequest(std::string_view body,
                                                          uint64_t* prompts_not_found = nullptr);
 
+// The same readings with nlohmann's DOM: every form and every error. The two above read a body
+// with simdjson and leave to these only what they cannot read with certainty (any error, a key
+// twice, float labels, control bytes), so they answer what these answer, faster.
+absl::StatusOr<v1::ScoreGroupsRequest> OpenRlhfReference(std::string_view body,
+                                                         uint64_t* prompts_not_found = nullptr);
+absl::StatusOr<v1::ScoreGroupsRequest> SlimeReference(std::string_view body);
+
+// How many bodies this thread's OpenRlhfToRequest and SlimeToRequest left to the reference.
+uint64_t ReferenceReadsOnThisThread();
+
 // "rewards": each completion's total reward; "scores": its accuracy (OpenRLHF filters dynamic
 // sampling on it); "extra_logs": per-completion lists of the components and flags, which OpenRLHF
 // logs. In the request's sample order.

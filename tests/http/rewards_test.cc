@@ -103,6 +103,97 @@ TEST(OpenRlhf, MalformedBodiesNameWhatIsWrong) {
   }
 }
 
+// OpenRlhfToRequest and SlimeToRequest answer what the nlohmann references answer, for bodies
+// they read themselves and for those they leave to the references.
+void ExpectSameAsReference(const std::string& body, bool read_fast) {
+  SCOPED_TRACE(body);
+  const uint64_t before = ReferenceReadsOnThisThread();
+  uint64_t fast_not_found = 0, reference_not_found = 0;
+  const absl::StatusOr<v1::ScoreGroupsRequest> fast = OpenRlhfToRequest(body, &fast_not_found);
+  const absl::StatusOr<v1::ScoreGroupsRequest> reference =
+      OpenRlhfReference(body, &reference_not_found);
+  ASSERT_EQ(fast.ok(), reference.ok()) << (fast.ok() ? reference.status() : fast.status());
+  if (fast.ok()) {
+    EXPECT_EQ(fast->SerializeAsString(), reference->SerializeAsString())
+        << fast->ShortDebugString() << "\n"
+        << reference->ShortDebugString();
+    EXPECT_EQ(fast_not_found, reference_not_found);
+  } else {
+    EXPECT_EQ(fast.status(), reference.status());
+  }
+  EXPECT_EQ(ReferenceReadsOnThisThread() - before, read_fast ? 0u : 1u);
+}
+
+TEST(OpenRlhf, TheFastReadingAnswersAsTheReference) {
+  const std::string fast[] = {
+      R"({"query": ["p a", "p b", "q c"], "prompts": ["p", "p", "q"], "labels": ["1", "1", "2"]})",
+      R"({"query": ["p a", "p b", "p c"], "prompts": ["p", "p", "p"], "labels": [1, 1, 2]})",
+      R"({"query": ["p a", "p b"], "prompts": ["p", "p"], "labels": [1, "1"]})",
+      R"({"query": ["p a", "p b"], "prompts": ["p", "p"], "labels": [true, true]})",
+      R"({"query": ["p a", "p b"], "prompts": ["p", "p"], "labels": [["1", 2], ["1", 2]]})",
+      R"({"query": ["p a", "p b"], "prompts": ["p", "p"], "labels": [["1"], "1"]})",
+      R"({"query": ["p a", "p b"], "prompts": [null, null], "labels": [null, null]})",
+      R"({"query": ["p a", "p b"], "prompts": ["p", null], "labels": null})",
+      R"({"query": ["a\n<|im_end|>", "x p y"], "prompts": null})",
+      R"({"query": ["no prompt here"], "prompts": ["absent"], "extra": {"k": [1, 2.5, null]}})",
+      R"({"query": []})",
+      R"({"labels": [-9223372036854775808], "query": ["\u00e9 \ud83d\ude00"], "prompts": [""]})",
+      R"({"query": ["a"], "labels": [18446744073709551615]})",
+  };
+  for (const std::string& body : fast) ExpectSameAsReference(body, /*read_fast=*/true);
+  const std::string deep = std::string(32, '[') + std::string(32, ']');
+  const std::string referred[] = {
+      R"({"query": ["a")",
+      "",
+      "[]",
+      R"({"prompts": []})",
+      R"({"query": "a"})",
+      R"({"query": ["a", 1]})",
+      R"({"query": ["a"], "prompts": ["a", "b"]})",
+      R"({"query": ["a"], "labels": []})",
+      R"({"query": ["a"], "prompts": [3]})",
+      R"({"query": ["a"], "labels": [{"x": 1}]})",
+      R"({"query": ["a"], "labels": [["1", ["2"]]]})",
+      R"({"query": ["a"], "labels": [1e400]})",
+      R"({"query": ["a"], "other": 1e400})",
+      R"({"query": null})",
+      R"({"query": ["a"], "query": ["b"]})",
+      R"({"query": ["a", "b"], "prompts": ["p", "p"], "labels": [1, 1.0]})",
+      R"({"query": ["a"], "labels": [1.5]})",
+      "{\"query\": [\"a\tb\"]}",
+      R"({"query": ["a"]} x)",
+      "{\"query\": [\"a\"], \"x\": " + deep + "}",
+  };
+  for (const std::string& body : referred) ExpectSameAsReference(body, /*read_fast=*/false);
+}
+
+TEST(Slime, TheFastReadingAnswersAsTheReference) {
+  const std::pair<std::string, bool> cases[] = {
+      {R"({"prompt": [{"role": "user", "content": "q"}], "response": "a<|im_end|>", "label": "4"})",
+       true},
+      {R"({"response": "x", "label": [true, 2, "b"]})", true},
+      {R"({"response": "x", "label": null})", true},
+      {R"({"response": "x"})", true},
+      {R"({"response": "x", "label": [true, 2.5, "b"]})", false},
+      {R"({"prompt": "q"})", false},
+      {R"({"response": 3})", false},
+      {R"({"response": "x", "response": "y"})", false},
+  };
+  for (const auto& [body, read_fast] : cases) {
+    SCOPED_TRACE(body);
+    const uint64_t before = ReferenceReadsOnThisThread();
+    const absl::StatusOr<v1::ScoreGroupsRequest> fast = SlimeToRequest(body);
+    const absl::StatusOr<v1::ScoreGroupsRequest> reference = SlimeReference(body);
+    ASSERT_EQ(fast.ok(), reference.ok());
+    if (fast.ok()) {
+      EXPECT_EQ(fast->SerializeAsString(), reference->SerializeAsString());
+    } else {
+      EXPECT_EQ(fast.status(), reference.status());
+    }
+    EXPECT_EQ(ReferenceReadsOnThisThread() - before, read_fast ? 0u : 1u);
+  }
+}
+
 TEST(OpenRlhf, ReplyHasRewardsScoresAndExtraLogs) {
   v1::ScoreGroupsResponse response;
   for (double reward : {1.1, -0.5}) {

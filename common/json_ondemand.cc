@@ -1,0 +1,97 @@
+#include "common/json_ondemand.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "common/json_input.h"
+
+namespace rlscore::json_ondemand {
+namespace {
+
+bool SkipContainerChecked(ondemand::value value, ondemand::json_type type, int depth) {
+  if (depth >= kMaxJsonDepth) return false;
+  if (type == ondemand::json_type::array) {
+    ondemand::array array;
+    if (value.get_array().get(array)) return false;
+    for (auto element : array) {
+      ondemand::value v;
+      if (element.get(v) || !SkipChecked(v, depth + 1)) return false;
+    }
+    return true;
+  }
+  ondemand::object object;
+  if (value.get_object().get(object)) return false;
+  for (auto member : object) {
+    ondemand::field field;
+    std::string_view key;
+    if (std::move(member).get(field) || field.unescaped_key().get(key)) return false;
+    if (!SkipChecked(field.value(), depth + 1)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool SkipChecked(ondemand::value value, int depth) {
+  ondemand::json_type type;
+  if (value.type().get(type)) return false;
+  switch (type) {
+    case ondemand::json_type::array:
+    case ondemand::json_type::object:
+      return SkipContainerChecked(value, type, depth);
+    case ondemand::json_type::string: {
+      std::string_view s;
+      return !value.get_string().get(s);
+    }
+    case ondemand::json_type::number: {
+      double d;
+      return !value.get_double().get(d);
+    }
+    case ondemand::json_type::boolean: {
+      bool b;
+      return !value.get_bool().get(b);
+    }
+    case ondemand::json_type::null: {
+      bool is_null = false;
+      return !value.is_null().get(is_null) && is_null;
+    }
+  }
+  return false;
+}
+
+bool ReadString(ondemand::value value, std::string* out) {
+  std::string_view s;
+  if (value.get_string().get(s)) return false;
+  out->assign(s.data(), s.size());
+  return true;
+}
+
+bool IsNull(ondemand::value value) {
+  ondemand::json_type type;
+  bool is_null = false;
+  return !value.type().get(type) && type == ondemand::json_type::null &&
+         !value.is_null().get(is_null) && is_null;
+}
+
+bool AtEnd(ondemand::document& doc) {
+  const char* trailing = nullptr;
+  return doc.current_location().get(trailing) == simdjson::OUT_OF_BOUNDS;
+}
+
+bool HasControlByte(std::string_view text) {
+  // Eight bytes at a time: a byte below 0x20 borrows from its own high bit when 0x20 is taken
+  // from it; bytes of 0x80 and above are masked out by ~word.
+  constexpr uint64_t kOnes = 0x0101010101010101ull;
+  size_t i = 0;
+  for (; i + 8 <= text.size(); i += 8) {
+    uint64_t word;
+    std::memcpy(&word, text.data() + i, 8);
+    if (((word - 0x20 * kOnes) & ~word & 0x80 * kOnes) != 0) return true;
+  }
+  for (; i < text.size(); ++i) {
+    if (static_cast<unsigned char>(text[i]) < 0x20) return true;
+  }
+  return false;
+}
+
+}  // namespace rlscore::json_ondemand

@@ -1,0 +1,46 @@
+// Reading JSON with simdjson's on-demand API so that it agrees with ParseJsonObject
+// (common/json_input.h, nlohmann) on every input it accepts. The fast readers of rollout lines
+// and HTTP bodies are built on these: each function answers false where a value is not one it
+// reads with certainty, and the reader then hands the whole text to its nlohmann reference,
+// which decides and names any error. So simdjson is the speed, and nlohmann stays the meaning.
+//
+//   if (json_ondemand::HasControlByte(text)) return Reference(text);
+//   ondemand::document doc;
+//   if (parser.iterate(text.data(), text.size(), text.size() + json_ondemand::kPadding).get(doc))
+//     return Reference(text);
+//   ... fields: json_ondemand::ReadString(value, &s), json_ondemand::SkipChecked(value, 1) ...
+//   if (!json_ondemand::AtEnd(doc)) return Reference(text);
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "simdjson.h"
+
+namespace rlscore::json_ondemand {
+
+namespace ondemand = simdjson::ondemand;
+
+// Readable bytes simdjson needs after the text it parses (of any content).
+inline constexpr size_t kPadding = simdjson::SIMDJSON_PADDING;
+
+// Whether `text` has a byte below 0x20. Raw control bytes are errors inside JSON strings and
+// whitespace (tab, CR, LF) outside them; either way, text the reference should read.
+bool HasControlByte(std::string_view text);
+
+// Walks a value nobody uses, checking what nlohmann's parser would: every token, numbers within
+// a double's range, and nesting (`depth` is the value's, the document's object being 0; a
+// container at kMaxJsonDepth or deeper is refused).
+bool SkipChecked(ondemand::value value, int depth);
+
+// A string, unescaped into `out`.
+bool ReadString(ondemand::value value, std::string* out);
+
+// True only for a JSON null (and consumes it); false for anything else, which stays unread.
+bool IsNull(ondemand::value value);
+
+// Whether the document ends after the value read from it: trailing text is an error for
+// nlohmann.
+bool AtEnd(ondemand::document& doc);
+
+}  // namespace rlscore::json_ondemand
