@@ -275,23 +275,8 @@ bool ReadId(ondemand::value value, std::string* id_json) {
       AppendJsonString(id_json, s);
       return true;
     }
-    case ondemand::json_type::number: {
-      ondemand::number_type number;
-      if (value.get_number_type().get(number)) return false;
-      if (number == ondemand::number_type::signed_integer) {
-        int64_t v;
-        if (value.get_int64().get(v)) return false;
-        absl::StrAppend(id_json, v);
-        return true;
-      }
-      if (number == ondemand::number_type::unsigned_integer) {
-        uint64_t v;
-        if (value.get_uint64().get(v)) return false;
-        absl::StrAppend(id_json, v);
-        return true;
-      }
-      return false;  // a float: nlohmann's reformatting is left to it
-    }
+    case ondemand::json_type::number:
+      return json_ondemand::AppendInteger(value, id_json);
     case ondemand::json_type::boolean: {
       bool b;
       if (value.get_bool().get(b)) return false;

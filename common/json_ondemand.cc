@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "common/json_input.h"
 
 namespace rlscore::json_ondemand {
@@ -71,6 +72,21 @@ bool IsNull(ondemand::value value) {
   bool is_null = false;
   return !value.type().get(type) && type == ondemand::json_type::null &&
          !value.is_null().get(is_null) && is_null;
+}
+
+bool AppendInteger(ondemand::value value, std::string* out) {
+  ondemand::number_type type;
+  if (value.get_number_type().get(type)) return false;
+  if (type == ondemand::number_type::signed_integer) {
+    int64_t v;
+    if (value.get_int64().get(v)) return false;
+    absl::StrAppend(out, v);
+    return true;
+  }
+  uint64_t v;
+  if (type != ondemand::number_type::unsigned_integer || value.get_uint64().get(v)) return false;
+  absl::StrAppend(out, v);
+  return true;
 }
 
 bool AtEnd(ondemand::document& doc) {

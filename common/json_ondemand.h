@@ -36,6 +36,10 @@ bool SkipChecked(ondemand::value value, int depth);
 // A string, unescaped into `out`.
 bool ReadString(ondemand::value value, std::string* out);
 
+// Appends an integer that fits 64 bits as nlohmann dumps it (-0 as 0); false for any other number,
+// whose text nlohmann would change (1.50 -> 1.5, 1e2 -> 100.0), and for what is not a number.
+bool AppendInteger(ondemand::value value, std::string* out);
+
 // True only for a JSON null (and consumes it); false for anything else, which stays unread.
 bool IsNull(ondemand::value value);
 

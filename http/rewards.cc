@@ -228,22 +228,9 @@ bool ReadReference(ondemand::value value, std::pair<ondemand::json_type, std::st
       out->second = b ? "true" : "false";
       return true;
     }
-    case ondemand::json_type::number: {
+    case ondemand::json_type::number:
       // Integers only: nlohmann reformats floats (1.50 -> 1.5) and compares 1 and 1.0 equal.
-      ondemand::number_type type;
-      if (value.get_number_type().get(type)) return false;
-      if (type == ondemand::number_type::signed_integer) {
-        int64_t v;
-        if (value.get_int64().get(v)) return false;
-        out->second = absl::StrCat(v);
-        return true;
-      }
-      uint64_t v;
-      if (type != ondemand::number_type::unsigned_integer || value.get_uint64().get(v))
-        return false;
-      out->second = absl::StrCat(v);
-      return true;
-    }
+      return json_ondemand::AppendInteger(value, &out->second);
     default:
       return false;
   }
