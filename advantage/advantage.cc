@@ -102,7 +102,7 @@ absl::Status Compute(const Batch& batch, const Options& options, std::span<doubl
                      std::span<GroupStats> groups, BatchSummary* summary) {
   RLSCORE_RETURN_IF_ERROR(ValidateShape(batch, options));
   const reference::Failure failure =
-      reference::ComputeReference(batch, options, advantages, groups, summary);
+      reference::ComputeInterleaved(batch, options, advantages, groups, summary);
   switch (failure.kind) {
     case reference::Failure::Kind::kNone:
       return absl::OkStatus();

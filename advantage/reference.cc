@@ -3,7 +3,21 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
+#include <utility>
 #include <vector>
+
+// The AVX2 and AVX-512 variants of ComputeInterleaved, chosen at run time.
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define RLSCORE_X86_VECTORS 1
+#include <immintrin.h>
+#else
+#define RLSCORE_X86_VECTORS 0
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+#endif
 
 namespace rlscore::advantage::reference {
 namespace {
@@ -143,90 +157,87 @@ Moments MomentStack::Root() const {
   return root;
 }
 
-Failure ComputeReference(const Batch& batch, const Options& options, std::span<double> advantages,
-                         std::span<GroupStats> groups, BatchSummary* summary) {
-  const double tau = options.zero_variance_threshold;
-  const bool batch_normalized = options.estimator == Estimator::kBatchNormalized;
+void MomentStack::PushRun(const Moments& m, int level) {
+  Moments carry = m;
+  int k = level;
+  for (uint64_t c = count_ >> level; c & 1; c >>= 1, ++k) carry = Merge(slots_[k], carry);
+  slots_[k] = carry;
+  count_ += uint64_t{1} << level;
+}
 
-  BatchSummary s;
-  s.groups = batch.group_sizes.size();
-  s.rewards = batch.rewards.size();
-  MomentStack moments;
-  std::vector<double> scratch;  // scorable rewards of a group that has unscorable entries
+namespace {
 
-  size_t offset = 0;
-  for (size_t g = 0; g < batch.group_sizes.size(); ++g) {
-    const size_t size = batch.group_sizes[g];
-    GroupStats& st = groups[g];
-    st = GroupStats{};
+// Why a group with n scorable entries carries no signal, or kNone.
+ZeroVarianceCause CauseOf(const Batch& batch, size_t offset, size_t size, size_t n, bool identical,
+                          double std, double tau) {
+  if (n == 0) return ZeroVarianceCause::kAllUnscorable;
+  if (n == 1) return ZeroVarianceCause::kSingleton;
+  if (!identical && !BelowThreshold(std, tau)) return ZeroVarianceCause::kNone;
+  // Even with τ = 0: σ == 0 without bit-identity (+0.0 beside -0.0) or a subnormal σ.
+  const ZeroVarianceCause cause = CauseFromOutcomes(batch, offset, size);
+  if (cause != ZeroVarianceCause::kNone) return cause;
+  return identical ? ZeroVarianceCause::kIdenticalRewards : ZeroVarianceCause::kBelowThreshold;
+}
 
-    // The scorable rewards of the group, contiguous: the caller's memory in the common case.
-    const double* values = batch.rewards.data() + offset;
-    size_t n = size;
-    if (!batch.outcomes.empty()) {
-      bool has_unscorable = false;
+// The statistics of one group on its own (the single-group path), with `*m2` the Σ(x - μ)² that
+// enters the batch's moments. Returns false when the sum or Σ(x - μ)² of its scorable rewards is
+// not finite.
+bool SingleGroupStats(const Batch& batch, const Options& options, size_t offset, size_t size,
+                      std::vector<double>* scratch, GroupStats* st, double* m2) {
+  *st = GroupStats{};
+  // The scorable rewards of the group, contiguous: the caller's memory in the common case.
+  const double* values = batch.rewards.data() + offset;
+  size_t n = size;
+  if (!batch.outcomes.empty()) {
+    bool has_unscorable = false;
+    for (size_t i = offset; i < offset + size; ++i) {
+      has_unscorable |= batch.outcomes[i] == Outcome::kUnscorable;
+    }
+    if (has_unscorable) {
+      scratch->clear();
       for (size_t i = offset; i < offset + size; ++i) {
-        has_unscorable |= batch.outcomes[i] == Outcome::kUnscorable;
+        if (batch.outcomes[i] != Outcome::kUnscorable) scratch->push_back(batch.rewards[i]);
       }
-      if (has_unscorable) {
-        scratch.clear();
-        for (size_t i = offset; i < offset + size; ++i) {
-          if (batch.outcomes[i] != Outcome::kUnscorable) scratch.push_back(batch.rewards[i]);
-        }
-        values = scratch.data();
-        n = scratch.size();
-        s.unscorable += size - n;
-      }
+      values = scratch->data();
+      n = scratch->size();
     }
-    st.scorable = static_cast<uint32_t>(n);
-
-    double m2 = 0.0;
-    bool identical = true;
-    if (n > 0) {
-      const SumAndIdentity first = CanonicalSumAndIdentity(values, n);
-      if (!std::isfinite(first.sum)) return {Failure::Kind::kGroupNotFinite, g};
-      identical = first.identical;
-      // The mean of identical values is the value itself, exactly.
-      st.mean = identical ? values[0] : first.sum / static_cast<double>(n);
-      m2 = identical ? 0.0 : CanonicalSumSquaredDeviations(values, n, st.mean);
-      if (!std::isfinite(m2)) return {Failure::Kind::kGroupNotFinite, g};
-      st.std = !identical && m2 < kTinySumOfSquares
-                   ? TinySpreadStd(values, n, st.mean, options.deviation, &m2)
-                   : StdFromM2(m2, n, options.deviation);
-    }
-    moments.Push(Moments{n, st.mean, m2});
-
-    if (n == 0) {
-      st.cause = ZeroVarianceCause::kAllUnscorable;
-    } else if (n == 1) {
-      st.cause = ZeroVarianceCause::kSingleton;
-    } else if (identical || BelowThreshold(st.std, tau)) {
-      // Even with τ = 0: σ == 0 without bit-identity (+0.0 beside -0.0) or a subnormal σ.
-      st.cause = CauseFromOutcomes(batch, offset, size);
-      if (st.cause == ZeroVarianceCause::kNone) {
-        st.cause =
-            identical ? ZeroVarianceCause::kIdenticalRewards : ZeroVarianceCause::kBelowThreshold;
-      }
-    }
-    if (!batch_normalized) {
-      ++s.groups_by_cause[static_cast<size_t>(st.cause)];
-      WriteGroup(batch, options, st, 0.0, offset, size, advantages.data() + offset);
-    }
-    offset += size;
   }
+  st->scorable = static_cast<uint32_t>(n);
 
-  const Moments all = moments.Root();
+  *m2 = 0.0;
+  bool identical = true;
+  if (n > 0) {
+    const SumAndIdentity first = CanonicalSumAndIdentity(values, n);
+    if (!std::isfinite(first.sum)) return false;
+    identical = first.identical;
+    // The mean of identical values is the value itself, exactly.
+    st->mean = identical ? values[0] : first.sum / static_cast<double>(n);
+    *m2 = identical ? 0.0 : CanonicalSumSquaredDeviations(values, n, st->mean);
+    if (!std::isfinite(*m2)) return false;
+    st->std = !identical && *m2 < kTinySumOfSquares
+                  ? TinySpreadStd(values, n, st->mean, options.deviation, m2)
+                  : StdFromM2(*m2, n, options.deviation);
+  }
+  st->cause = CauseOf(batch, offset, size, n, identical, st->std, options.zero_variance_threshold);
+  return true;
+}
+
+// Everything after the groups' statistics: σ_batch, the advantages of kBatchNormalized (known only
+// now) and the summary's totals. `s` holds the counts so far; the groups' causes are already
+// counted unless the estimator is kBatchNormalized.
+Failure FinishBatch(const Batch& batch, const Options& options, const Moments& all,
+                    std::span<double> advantages, std::span<GroupStats> groups, BatchSummary s,
+                    BatchSummary* summary) {
   if (!std::isfinite(all.m2)) return {Failure::Kind::kBatchOverflow, 0};
   s.reward_mean = all.mean;
   s.reward_std = StdFromM2(all.m2, all.n, options.deviation);
 
-  if (batch_normalized) {
-    // σ_batch is known only now: a second sweep writes the advantages.
-    offset = 0;
+  if (options.estimator == Estimator::kBatchNormalized) {
+    size_t offset = 0;
     for (size_t g = 0; g < batch.group_sizes.size(); ++g) {
       const size_t size = batch.group_sizes[g];
       GroupStats& st = groups[g];
-      if (!st.zero_variance() && BelowThreshold(s.reward_std, tau)) {
+      if (!st.zero_variance() && BelowThreshold(s.reward_std, options.zero_variance_threshold)) {
         st.cause = ZeroVarianceCause::kBelowThreshold;
       }
       ++s.groups_by_cause[static_cast<size_t>(st.cause)];
@@ -241,6 +252,709 @@ Failure ComputeReference(const Batch& batch, const Options& options, std::span<d
                     : static_cast<double>(s.zero_variance_groups) / static_cast<double>(s.groups);
   *summary = s;
   return {};
+}
+
+// ---------------------------------------------------------------------------------------------
+// ComputeInterleaved.
+//
+// Groups go through in blocks of kBlockGroups. The small ones (at most kSmallRows rows) are
+// sorted by number of rows into buckets, and each bucket is taken in chunks of W groups, W the
+// number of doubles in a vector. A vector holds W consecutive lanes of one group, so a row of
+// kLanes is kLanes / W vectors and the group's own vectors accumulate its lanes; the fold then
+// pairs the lanes of the chunk's groups so that one vector ends up holding one sum per group
+// (lanes across groups), which carries the whole chunk through μ, σ and the factor. Every
+// operation is the scalar one of CanonicalSum, StdFromM2, Factor, Merge or WriteGroup, with the
+// same operands, applied to several lanes at once; nothing is contracted or reassociated. What
+// the kernels do not finish (large groups, unscorable entries, and any group that is identical,
+// clamped, rescaled or not finite) takes the single-group path above.
+
+// Forces the vector helpers into their caller, so that they are compiled for the caller's
+// instruction set (an AVX-512 caller gets AVX-512 code).
+#define RLSCORE_VECTOR_INLINE [[gnu::always_inline]] inline
+#define RLSCORE_VECTOR_LAMBDA __attribute__((always_inline))
+
+// A group of at most kSmallRows rows takes the kernels; longer groups keep the lanes busy on the
+// single-group path.
+constexpr size_t kSmallRows = 8;
+// Groups per block: a power of two, so that a full block is one subtree of the moments' tree.
+constexpr int kBlockLevel = 6;
+constexpr size_t kBlockGroups = size_t{1} << kBlockLevel;
+constexpr uint64_t kAllOnes = ~uint64_t{0};
+
+// kLastRow.lanes[p]: all ones in the p lanes that a last row of p ∈ [1, kLanes] elements fills.
+// A masked-off lane adds +0.0, which is what a lane that received nothing adds in CanonicalSum.
+struct LastRowMasks {
+  alignas(64) uint64_t lanes[kLanes + 1][kLanes];
+};
+constexpr LastRowMasks MakeLastRowMasks() {
+  LastRowMasks m{};
+  for (size_t p = 0; p <= kLanes; ++p) {
+    for (size_t l = 0; l < kLanes; ++l) m.lanes[p][l] = l < p ? kAllOnes : 0;
+  }
+  return m;
+}
+constexpr LastRowMasks kLastRow = MakeLastRowMasks();
+
+typedef double F2 __attribute__((vector_size(16)));
+
+// GCC and Clang note that passing or returning a 32- or 64-byte vector changes the ABI where AVX
+// is not enabled; every such function below is inlined into a caller that enables it. Off to the
+// end of the file: GCC places some of these notes there.
+#if defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+// Lane-wise IEEE square root, two lanes per instruction (as fast per lane as the wider forms, and
+// usable from code compiled for any x86-64).
+template <typename F>
+RLSCORE_VECTOR_INLINE F Sqrt(const F& v) {
+  F r;
+  for (size_t i = 0; i < sizeof(F) / sizeof(double); i += 2) {
+#if defined(__SSE2__)
+    const F2 q = _mm_sqrt_pd(F2{v[i], v[i + 1]});
+#else
+    const F2 q = {std::sqrt(v[i]), std::sqrt(v[i + 1])};
+#endif
+    r[i] = q[0];
+    r[i + 1] = q[1];
+  }
+  return r;
+}
+
+// W doubles per vector. A vector holds W consecutive lanes of one group (a row of kLanes is
+// kPerRow vectors), or one value for each of W groups (lane h: group h of a chunk).
+template <int W>
+struct Simd {
+  typedef double F __attribute__((vector_size(8 * W)));
+  typedef uint64_t U __attribute__((vector_size(8 * W)));
+  static constexpr size_t kPerRow = kLanes / W;
+
+  RLSCORE_VECTOR_INLINE static F Load(const double* p) {
+    F v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  RLSCORE_VECTOR_INLINE static U LoadBits(const uint64_t* p) {
+    U v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  RLSCORE_VECTOR_INLINE static void Store(double* p, const F& v) { std::memcpy(p, &v, sizeof v); }
+  RLSCORE_VECTOR_INLINE static U Bits(const F& v) { return __builtin_bit_cast(U, v); }
+  RLSCORE_VECTOR_INLINE static F FromBits(const U& v) { return __builtin_bit_cast(F, v); }
+  template <typename Mask>
+  RLSCORE_VECTOR_INLINE static U MaskBits(const Mask& m) {
+    return __builtin_bit_cast(U, m);
+  }
+  RLSCORE_VECTOR_INLINE static F Splat(double x) { return F{} + x; }
+  RLSCORE_VECTOR_INLINE static U SplatBits(uint64_t x) {
+    return Bits(Splat(std::bit_cast<double>(x)));
+  }
+  // a where `mask` is all ones, b where it is zero.
+  RLSCORE_VECTOR_INLINE static F Select(const U& mask, const F& a, const F& b) {
+    return FromBits((Bits(a) & mask) | (Bits(b) & ~mask));
+  }
+  // All ones where x is finite.
+  RLSCORE_VECTOR_INLINE static U Finite(const F& x) {
+    const U magnitude = Bits(x) & ~SplatBits(uint64_t{1} << 63);
+    return MaskBits(magnitude < SplatBits(std::bit_cast<uint64_t>(HUGE_VAL)));
+  }
+
+  // The fold of one group's lanes, lane[j] += lane[j + w], for the w that span vectors (w >= W):
+  // what remains, in one vector, is folded by ReduceGroups.
+  RLSCORE_VECTOR_INLINE static F FoldRow(const F (&v)[kPerRow]) {
+    if constexpr (kPerRow == 4) {
+      return (v[0] + v[2]) + (v[1] + v[3]);
+    } else if constexpr (kPerRow == 2) {
+      return v[0] + v[1];
+    } else {
+      return v[0];
+    }
+  }
+
+  // The rest of the fold, lane[j] += lane[j + w] for w = W / 2, ..., 1, of W groups at once (or
+  // the OR of their lanes, for bit patterns): lane h of the result is group h's lane 0. Each
+  // level pairs the lower lanes of its inputs with the upper ones, so that one instruction folds
+  // several groups (lanes across groups); the left operand is always lane j, as in CanonicalSum.
+  template <typename V>
+  RLSCORE_VECTOR_INLINE static V ReduceGroups(const V (&v)[W]) {
+    if constexpr (W == 8) {
+      V c[4];
+      for (int i = 0; i < 4; ++i) {
+        c[i] = Combine(__builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 1, 2, 3, 8, 9, 10, 11),
+                       __builtin_shufflevector(v[2 * i], v[2 * i + 1], 4, 5, 6, 7, 12, 13, 14, 15));
+      }
+      V d[2];
+      for (int i = 0; i < 2; ++i) {
+        d[i] = Combine(__builtin_shufflevector(c[2 * i], c[2 * i + 1], 0, 1, 4, 5, 8, 9, 12, 13),
+                       __builtin_shufflevector(c[2 * i], c[2 * i + 1], 2, 3, 6, 7, 10, 11, 14, 15));
+      }
+      return Combine(__builtin_shufflevector(d[0], d[1], 0, 2, 4, 6, 8, 10, 12, 14),
+                     __builtin_shufflevector(d[0], d[1], 1, 3, 5, 7, 9, 11, 13, 15));
+    } else if constexpr (W == 4) {
+      V d[2];
+      for (int i = 0; i < 2; ++i) {
+        d[i] = Combine(__builtin_shufflevector(v[2 * i], v[2 * i + 1], 0, 1, 4, 5),
+                       __builtin_shufflevector(v[2 * i], v[2 * i + 1], 2, 3, 6, 7));
+      }
+      return Combine(__builtin_shufflevector(d[0], d[1], 0, 2, 4, 6),
+                     __builtin_shufflevector(d[0], d[1], 1, 3, 5, 7));
+    } else {
+      static_assert(W == 2);
+      return Combine(__builtin_shufflevector(v[0], v[1], 0, 2),
+                     __builtin_shufflevector(v[0], v[1], 1, 3));
+    }
+  }
+
+ private:
+  // + for sums, | for bit patterns.
+  template <typename V>
+  RLSCORE_VECTOR_INLINE static V Combine(const V& x, const V& y) {
+    if constexpr (std::is_floating_point_v<std::remove_cvref_t<decltype(x[0])>>) {
+      return x + y;
+    } else {
+      return x | y;
+    }
+  }
+};
+
+// The groups of one block; index j is group g0 + j. The arrays are left uninitialised (they are
+// some 17 KiB, set up per call): a block reads only what it has set.
+struct Block {
+  // The widest vector: buckets are padded to a multiple of it.
+  static constexpr size_t kPad = 8;
+
+  size_t count = 0;
+  // The small groups by number of rows (bucket rows - 1), so that the groups of a bucket run
+  // kernels unrolled for their number of rows, with no branch on the size. Entries
+  // [bucket_size, next multiple of kPad) repeat entry 0, so that every chunk reads W entries.
+  size_t bucket_size[kSmallRows] = {};
+  uint8_t bucket_j[kSmallRows][kBlockGroups + kPad];
+  size_t bucket_offset[kSmallRows][kBlockGroups + kPad];
+  const uint64_t* bucket_last[kSmallRows][kBlockGroups + kPad];  // kLastRow of its last row
+  double bucket_n[kSmallRows][kBlockGroups + kPad];
+  size_t rewards = 0;  // in the batch
+  // The kernels ask for the lines of the same groups one block ahead (this block's number of
+  // rewards): they visit groups by bucket, which the hardware prefetcher does not follow, and
+  // the advantages are written in bursts, a block at a time, which stall on lines not yet there.
+  size_t prefetch_distance = 0;
+  // Bit j: group j takes the single-group path, statistics and advantages (it is not small, or
+  // not normal). The kernels finish the others.
+  uint64_t single_path = 0;
+  bool has_empty = false;  // some group has no scorable entry
+  size_t offset[kBlockGroups];
+  uint32_t size[kBlockGroups];
+  // The moments (n, mean, M2) of every group once the block is done.
+  double n[kBlockGroups];
+  double mean[kBlockGroups];
+  double m2[kBlockGroups];
+};
+static_assert(kBlockGroups <= 64, "Block::single_path has one bit per group");
+
+// What the kernels need from the options.
+struct KernelOptions {
+  bool sample;
+  Estimator estimator;
+  double threshold;  // BelowThreshold's: τ, or the smallest normal double
+  bool write;        // false for kBatchNormalized, whose factor comes with σ_batch (FinishBatch)
+};
+
+// What the passes over a block's chunks hand on to the next pass. The work is split into passes
+// over all chunks (sums and μ; Σ(x - μ)²; σ and factor; advantages) because one chunk's chain of
+// dependent operations (fold, divide, fold, divide, square root, divide) is long: the other
+// chunks' independent work between its steps hides it.
+template <int W>
+struct Chunks {
+  using F = typename Simd<W>::F;
+  using U = typename Simd<W>::U;
+  static constexpr size_t kMax = kBlockGroups / W + kSmallRows;
+
+  // Per chunk, lane h for its group h.
+  F n[kMax];
+  F mean[kMax];
+  F m2[kMax];
+  F factor[kMax];
+  U identical[kMax];
+  // All ones while the group is normal as far as the passes so far can tell: finite, not
+  // identical, Σ(x - μ)² not rescaled, two or more entries, σ not below the threshold. Only a
+  // normal group is finished by the kernels.
+  U normal[kMax];
+};
+
+enum class Pass { kSums, kSquares, kSpreads, kWrite };
+
+// One pass over chunk `c`: entries [i, i + valid) of bucket kRows - 1 (the entries past `valid`
+// repeat a group of the bucket and are ignored). Sums read a group's last row whole, past its
+// end (the bucket's entries are chosen so that this stays inside the rewards) and mask out the
+// lanes past it. Advantages are written for normal groups only.
+template <int W, size_t kRows, Pass kPass>
+RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c, Chunks<W>& state,
+                                     const double* rewards, double* out, GroupStats* stats,
+                                     const KernelOptions& o) {
+  using S = Simd<W>;
+  using F = typename S::F;
+  using U = typename S::U;
+  constexpr size_t kPer = S::kPerRow;
+  constexpr size_t kBucket = kRows - 1;
+  const uint8_t* js = &b.bucket_j[kBucket][i];
+  struct {
+    const double* x[W];
+    const uint64_t* last[W];
+  } g;
+  for (size_t h = 0; h < W; ++h) {
+    g.x[h] = rewards + b.bucket_offset[kBucket][i + h];
+    g.last[h] = b.bucket_last[kBucket][i + h];
+  }
+
+  if constexpr (kPass == Pass::kSums) {
+    // CanonicalSumAndIdentity, then μ.
+    const F n = S::Load(&b.bucket_n[kBucket][i]);
+    F first;
+    for (size_t h = 0; h < W; ++h) first[h] = g.x[h][0];
+    F lanes[W];
+    U diff[W];
+    for (size_t h = 0; h < valid; ++h) {
+      F v[kPer] = {};
+      U d = {};
+      const U f = S::SplatBits(std::bit_cast<uint64_t>(first[h]));
+      // The same lines one block ahead (Block::prefetch_distance).
+      const size_t ahead = b.bucket_offset[kBucket][i + h] + b.prefetch_distance;
+      if (ahead + kLanes * kRows <= b.rewards) {
+#pragma GCC unroll 8
+        for (size_t r = 0; r < kRows; ++r) {
+          __builtin_prefetch(rewards + ahead + kLanes * r, 0, 2);
+          if (o.write) __builtin_prefetch(out + ahead + kLanes * r, 1, 3);
+        }
+      }
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+        for (size_t k = 0; k < kPer; ++k) {
+          U e = S::Bits(S::Load(g.x[h] + kLanes * r + W * k));
+          U de = e ^ f;
+          if (r + 1 == kRows) {
+            const U m = S::LoadBits(g.last[h] + W * k);
+            e &= m;
+            de &= m;
+          }
+          v[k] += S::FromBits(e);
+          d |= de;
+        }
+      }
+      lanes[h] = S::FoldRow(v);
+      diff[h] = d;
+    }
+    for (size_t h = valid; h < W; ++h) {  // unused lanes
+      lanes[h] = lanes[0];
+      diff[h] = diff[0];
+    }
+    const F sum = S::ReduceGroups(lanes);
+    const U identical = S::MaskBits(S::ReduceGroups(diff) == U{});
+    state.n[c] = n;
+    state.identical[c] = identical;
+    state.mean[c] = S::Select(identical, first, sum / n);
+    state.normal[c] = S::Finite(sum) & ~identical;
+  } else if constexpr (kPass == Pass::kSquares) {
+    // CanonicalSumSquaredDeviations.
+    const F mean = state.mean[c];
+    F squares[W];
+    for (size_t h = 0; h < valid; ++h) {
+      F v[kPer] = {};
+      const F mu = S::Splat(mean[h]);
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+        for (size_t k = 0; k < kPer; ++k) {
+          const F d = S::Load(g.x[h] + kLanes * r + W * k) - mu;
+          F t = d * d;
+          if (r + 1 == kRows) t = S::FromBits(S::Bits(t) & S::LoadBits(g.last[h] + W * k));
+          v[k] += t;
+        }
+      }
+      squares[h] = S::FoldRow(v);
+    }
+    for (size_t h = valid; h < W; ++h) squares[h] = squares[0];  // unused lanes
+    state.m2[c] = S::ReduceGroups(squares);
+  } else if constexpr (kPass == Pass::kSpreads) {
+    // StdFromM2 (M2 = 0 for identical groups) and Factor; n - 1 is exact, n < 2^53.
+    const F n = state.n[c];
+    const F mean = state.mean[c];
+    const F m2 = state.m2[c];
+    const F one = S::Splat(1.0);
+    const U single = S::MaskBits(n < S::Splat(2.0));
+    const F spread = S::FromBits(S::Bits(m2) & ~state.identical[c]);
+    const F std = S::FromBits(S::Bits(Sqrt(spread / (o.sample ? n - one : n))) & ~single);
+    F factor = one;
+    switch (o.estimator) {
+      case Estimator::kGrpo:
+        factor = one / std;
+        break;
+      case Estimator::kRloo:
+        factor = n / (n - one);
+        break;
+      case Estimator::kDrGrpo:
+      case Estimator::kBatchNormalized:
+        break;
+    }
+    const U normal = state.normal[c] & S::Finite(m2) &
+                     S::MaskBits(m2 >= S::Splat(kTinySumOfSquares)) & ~single &
+                     ~S::MaskBits(std < S::Splat(o.threshold));
+    state.factor[c] = factor;
+    state.normal[c] = normal;
+    for (size_t h = 0; h < valid; ++h) {
+      const size_t j = js[h];
+      b.mean[j] = mean[h];
+      b.m2[j] = m2[h];
+      if (normal[h] == 0) {
+        b.single_path |= uint64_t{1} << j;
+        continue;
+      }
+      GroupStats& st = stats[j];
+      st.mean = mean[h];
+      st.std = std[h];
+      st.scorable = b.size[j];
+      st.cause = ZeroVarianceCause::kNone;
+    }
+  } else {
+    // WriteGroup of the normal groups.
+    const F mean = state.mean[c];
+    const F factor = state.factor[c];
+    const U normal = state.normal[c];
+    for (size_t h = 0; h < valid; ++h) {
+      if (normal[h] == 0) continue;
+      const F mu = S::Splat(mean[h]);
+      const F f = S::Splat(factor[h]);
+      const double* x = g.x[h];
+      double* y = out + b.bucket_offset[kBucket][i + h];
+#pragma GCC unroll 8
+      for (size_t r = 0; r + 1 < kRows; ++r) {
+#pragma GCC unroll 4
+        for (size_t k = 0; k < kPer; ++k) {
+          S::Store(y + kLanes * r + W * k, (S::Load(x + kLanes * r + W * k) - mu) * f);
+        }
+      }
+      if constexpr (kRows > 1) {
+        // The last kLanes entries of the group, which overlap the row before: whole vectors,
+        // all inside the group, nothing to mask.
+        const size_t tail = b.size[js[h]] - kLanes;
+#pragma GCC unroll 4
+        for (size_t k = 0; k < kPer; ++k) {
+          S::Store(y + tail + W * k, (S::Load(x + tail + W * k) - mu) * f);
+        }
+      } else {
+        // A single row: the lanes past the group keep what `out` holds there.
+#pragma GCC unroll 4
+        for (size_t k = 0; k < kPer; ++k) {
+          const F a = (S::Load(x + W * k) - mu) * f;
+          S::Store(y + W * k, S::Select(S::LoadBits(g.last[h] + W * k), a, S::Load(y + W * k)));
+        }
+      }
+    }
+  }
+}
+
+// One pass over the chunks of every bucket, numbered in the same order by every pass.
+template <int W, Pass kPass, size_t... kBuckets>
+RLSCORE_VECTOR_INLINE void RunPass(std::index_sequence<kBuckets...>, Block& b, Chunks<W>& state,
+                                   const double* rewards, double* out, GroupStats* stats,
+                                   const KernelOptions& o) {
+  size_t c = 0;
+  const auto run_bucket = [&]<size_t kRows>() RLSCORE_VECTOR_LAMBDA {
+    const size_t count = b.bucket_size[kRows - 1];
+    for (size_t i = 0; i < count; i += W, ++c) {
+      ChunkPass<W, kRows, kPass>(b, i, std::min<size_t>(W, count - i), c, state, rewards, out,
+                                 stats, o);
+    }
+  };
+  (run_bucket.template operator()<kBuckets + 1>(), ...);
+}
+
+// MergeTree of a full block's moments (n, mean, m2), two merges per instruction: Merge with
+// n < 2^53, so n as a double and sums of n are exact, and b.n / (a.n + b.n) is b_over_total.
+RLSCORE_VECTOR_INLINE Moments MergeBlock(Block& b) {
+  size_t w = 1;
+  for (; 4 * w <= kBlockGroups; w *= 2) {
+    for (size_t j = 0; j + 3 * w < kBlockGroups; j += 4 * w) {
+      // Merge(m[j], m[j + w]) and Merge(m[j + 2w], m[j + 3w]).
+      const F2 an = {b.n[j], b.n[j + 2 * w]};
+      const F2 am = {b.mean[j], b.mean[j + 2 * w]};
+      const F2 aq = {b.m2[j], b.m2[j + 2 * w]};
+      const F2 bn = {b.n[j + w], b.n[j + 3 * w]};
+      const F2 bm = {b.mean[j + w], b.mean[j + 3 * w]};
+      const F2 bq = {b.m2[j + w], b.m2[j + 3 * w]};
+      const F2 total = an + bn;
+      const F2 delta = bm - am;
+      const F2 b_over_total = bn / total;
+      const F2 mean = am + delta * b_over_total;
+      const F2 m2 = aq + bq + delta * delta * an * b_over_total;
+      F2 rn = total;
+      F2 rm = mean;
+      F2 rq = m2;
+      if (b.has_empty) {
+        // Merging an empty side returns the other side as it is.
+        using S = Simd<2>;
+        const S::U b_empty = S::MaskBits(bn == F2{});
+        const S::U a_empty = S::MaskBits(an == F2{});
+        rn = S::Select(b_empty, an, S::Select(a_empty, bn, total));
+        rm = S::Select(b_empty, am, S::Select(a_empty, bm, mean));
+        rq = S::Select(b_empty, aq, S::Select(a_empty, bq, m2));
+      }
+      b.n[j] = rn[0];
+      b.n[j + 2 * w] = rn[1];
+      b.mean[j] = rm[0];
+      b.mean[j + 2 * w] = rm[1];
+      b.m2[j] = rq[0];
+      b.m2[j + 2 * w] = rq[1];
+    }
+  }
+  const auto at = [&b](size_t j) {
+    return Moments{static_cast<uint64_t>(b.n[j]), b.mean[j], b.m2[j]};
+  };
+  Moments root = at(0);
+  for (; w < kBlockGroups; w *= 2) root = Merge(root, at(w));  // the top level: one merge
+  return root;
+}
+
+template <int W>
+RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& options,
+                                          std::span<double> advantages,
+                                          std::span<GroupStats> groups, BatchSummary* summary) {
+  const bool batch_normalized = options.estimator == Estimator::kBatchNormalized;
+  const double tau = options.zero_variance_threshold;
+  const KernelOptions kernel_options{
+      .sample = options.deviation == Deviation::kSample,
+      .estimator = options.estimator,
+      .threshold = tau > kSmallestUsableStd ? tau : kSmallestUsableStd,
+      .write = !batch_normalized,
+  };
+  const double* rewards = batch.rewards.data();
+  double* out = advantages.data();
+  BatchSummary s;
+  s.groups = batch.group_sizes.size();
+  s.rewards = batch.rewards.size();
+  MomentStack moments;
+  std::vector<double> scratch;
+  Block b;
+  Chunks<W> chunks;
+
+  size_t offset = 0;
+  for (size_t g0 = 0; g0 < batch.group_sizes.size(); g0 += kBlockGroups) {
+    b.count = std::min(kBlockGroups, batch.group_sizes.size() - g0);
+    const size_t block_offset = offset;
+    const uint32_t first_size = batch.group_sizes[g0];
+    uint32_t sizes_differ = 0;
+    for (size_t j = 0; j < b.count; ++j) {
+      b.offset[j] = offset;
+      b.size[j] = batch.group_sizes[g0 + j];
+      sizes_differ |= b.size[j] ^ first_size;
+      offset += b.size[j];
+    }
+
+    // A group is small, and goes to the kernels, when it has at most kSmallRows rows, its last
+    // row can be read whole inside the rewards, and every entry is scorable (checked per group
+    // only in the rare block that has an unscorable entry at all).
+    bool some_unscorable = false;
+    if (!batch.outcomes.empty()) {
+      const Outcome* o = batch.outcomes.data();
+      some_unscorable = std::find(o + block_offset, o + offset, Outcome::kUnscorable) != o + offset;
+    }
+    std::fill(std::begin(b.bucket_size), std::end(b.bucket_size), 0);
+    b.rewards = s.rewards;
+    b.prefetch_distance = offset - block_offset;
+    b.single_path = 0;
+    b.has_empty = false;
+    const size_t first_rows = (first_size + kLanes - 1) / kLanes;
+    if (sizes_differ == 0 && !some_unscorable && first_rows <= kSmallRows &&
+        b.offset[b.count - 1] + kLanes * first_rows <= s.rewards) {
+      // The common layout, every group the same small size: one bucket, in group order.
+      const size_t bucket = first_rows - 1;
+      const uint64_t* last = kLastRow.lanes[first_size - kLanes * bucket];
+      b.bucket_size[bucket] = b.count;
+      for (size_t j = 0; j < b.count; ++j) {
+        b.n[j] = static_cast<double>(first_size);
+        b.bucket_j[bucket][j] = static_cast<uint8_t>(j);
+        b.bucket_offset[bucket][j] = b.offset[j];
+        b.bucket_last[bucket][j] = last;
+        b.bucket_n[bucket][j] = static_cast<double>(first_size);
+      }
+    } else {
+      for (size_t j = 0; j < b.count; ++j) {
+        const size_t size = b.size[j];
+        const size_t rows = (size + kLanes - 1) / kLanes;
+        bool small = rows <= kSmallRows && b.offset[j] + kLanes * rows <= s.rewards;
+        if (small && some_unscorable) {
+          const Outcome* o = batch.outcomes.data() + b.offset[j];
+          small = std::find(o, o + size, Outcome::kUnscorable) == o + size;
+        }
+        b.n[j] = static_cast<double>(size);
+        if (!small) {
+          b.single_path |= uint64_t{1} << j;
+          continue;
+        }
+        const size_t bucket = rows - 1;
+        const size_t i = b.bucket_size[bucket]++;
+        b.bucket_j[bucket][i] = static_cast<uint8_t>(j);
+        b.bucket_offset[bucket][i] = b.offset[j];
+        b.bucket_last[bucket][i] = kLastRow.lanes[size - kLanes * bucket];
+        b.bucket_n[bucket][i] = static_cast<double>(size);
+      }
+    }
+    for (size_t bucket = 0; bucket < kSmallRows; ++bucket) {
+      for (size_t i = b.bucket_size[bucket]; i % Block::kPad != 0; ++i) {
+        b.bucket_j[bucket][i] = b.bucket_j[bucket][0];
+        b.bucket_offset[bucket][i] = b.bucket_offset[bucket][0];
+        b.bucket_last[bucket][i] = b.bucket_last[bucket][0];
+        b.bucket_n[bucket][i] = b.bucket_n[bucket][0];
+      }
+    }
+
+    GroupStats* stats = groups.data() + g0;
+    constexpr auto kBuckets = std::make_index_sequence<kSmallRows>();
+    RunPass<W, Pass::kSums>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
+    RunPass<W, Pass::kSquares>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
+    RunPass<W, Pass::kSpreads>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
+    if (kernel_options.write) {
+      RunPass<W, Pass::kWrite>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
+    }
+    if (!batch_normalized) {
+      s.groups_by_cause[0] += b.count - static_cast<size_t>(std::popcount(b.single_path));
+    }
+
+    // The rest in group order, so that a failure names the first failing group as
+    // ComputeReference does (the kernels' normal groups cannot fail).
+    for (uint64_t rest = b.single_path; rest != 0; rest &= rest - 1) {
+      const size_t j = static_cast<size_t>(std::countr_zero(rest));
+      const size_t size = b.size[j];
+      GroupStats& st = stats[j];
+      double m2 = 0.0;
+      if (!SingleGroupStats(batch, options, b.offset[j], size, &scratch, &st, &m2)) {
+        return {Failure::Kind::kGroupNotFinite, g0 + j};
+      }
+      s.unscorable += size - st.scorable;
+      b.has_empty |= st.scorable == 0;
+      b.n[j] = static_cast<double>(st.scorable);
+      b.mean[j] = st.mean;
+      b.m2[j] = m2;
+      if (!batch_normalized) {
+        ++s.groups_by_cause[static_cast<size_t>(st.cause)];
+        WriteGroup(batch, options, st, 0.0, b.offset[j], size, out + b.offset[j]);
+      }
+    }
+
+    // A full block starts at a multiple of kBlockGroups, so it is one subtree of the moments.
+    if (b.count == kBlockGroups) {
+      moments.PushRun(MergeBlock(b), kBlockLevel);
+    } else {
+      for (size_t j = 0; j < b.count; ++j) {
+        moments.Push(Moments{static_cast<uint64_t>(b.n[j]), b.mean[j], b.m2[j]});
+      }
+    }
+  }
+  return FinishBatch(batch, options, moments.Root(), advantages, groups, s, summary);
+}
+
+using InterleavedFn = Failure (*)(const Batch&, const Options&, std::span<double>,
+                                  std::span<GroupStats>, BatchSummary*);
+
+Failure InterleavedPortable(const Batch& batch, const Options& options,
+                            std::span<double> advantages, std::span<GroupStats> groups,
+                            BatchSummary* summary) {
+  return Interleaved<2>(batch, options, advantages, groups, summary);
+}
+
+#if RLSCORE_X86_VECTORS
+// Wider vectors change nothing in the arithmetic: IEEE operations round the same in every lane.
+// FMA is not enabled (and -ffp-contract=off would not use it).
+__attribute__((target("avx2"))) Failure InterleavedAvx2(const Batch& batch, const Options& options,
+                                                        std::span<double> advantages,
+                                                        std::span<GroupStats> groups,
+                                                        BatchSummary* summary) {
+  return Interleaved<4>(batch, options, advantages, groups, summary);
+}
+
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) Failure InterleavedAvx512(
+    const Batch& batch, const Options& options, std::span<double> advantages,
+    std::span<GroupStats> groups, BatchSummary* summary) {
+  return Interleaved<8>(batch, options, advantages, groups, summary);
+}
+#endif
+
+InterleavedFn InterleavedFor(VectorIsa isa) {
+  switch (isa) {
+    case VectorIsa::kPortable:
+      return InterleavedPortable;
+#if RLSCORE_X86_VECTORS
+    case VectorIsa::kAvx2:
+      return InterleavedAvx2;
+    case VectorIsa::kAvx512:
+      return InterleavedAvx512;
+#endif
+    default:
+      return nullptr;
+  }
+}
+
+VectorIsa BestIsa() {
+  for (VectorIsa isa : {VectorIsa::kAvx512, VectorIsa::kAvx2}) {
+    if (IsaAvailable(isa)) return isa;
+  }
+  return VectorIsa::kPortable;
+}
+
+}  // namespace
+
+bool IsaAvailable(VectorIsa isa) {
+  switch (isa) {
+    case VectorIsa::kBest:
+    case VectorIsa::kPortable:
+      return true;
+#if RLSCORE_X86_VECTORS
+    case VectorIsa::kAvx2:
+      __builtin_cpu_init();
+      return __builtin_cpu_supports("avx2");
+    case VectorIsa::kAvx512:
+      __builtin_cpu_init();
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+#endif
+    default:
+      return false;
+  }
+}
+
+Failure ComputeReference(const Batch& batch, const Options& options, std::span<double> advantages,
+                         std::span<GroupStats> groups, BatchSummary* summary) {
+  const bool batch_normalized = options.estimator == Estimator::kBatchNormalized;
+  BatchSummary s;
+  s.groups = batch.group_sizes.size();
+  s.rewards = batch.rewards.size();
+  MomentStack moments;
+  std::vector<double> scratch;  // scorable rewards of a group that has unscorable entries
+
+  size_t offset = 0;
+  for (size_t g = 0; g < batch.group_sizes.size(); ++g) {
+    const size_t size = batch.group_sizes[g];
+    GroupStats& st = groups[g];
+    double m2 = 0.0;
+    if (!SingleGroupStats(batch, options, offset, size, &scratch, &st, &m2)) {
+      return {Failure::Kind::kGroupNotFinite, g};
+    }
+    s.unscorable += size - st.scorable;
+    moments.Push(Moments{st.scorable, st.mean, m2});
+    if (!batch_normalized) {
+      ++s.groups_by_cause[static_cast<size_t>(st.cause)];
+      WriteGroup(batch, options, st, 0.0, offset, size, advantages.data() + offset);
+    }
+    offset += size;
+  }
+  return FinishBatch(batch, options, moments.Root(), advantages, groups, s, summary);
+}
+
+Failure ComputeInterleaved(const Batch& batch, const Options& options, std::span<double> advantages,
+                           std::span<GroupStats> groups, BatchSummary* summary, VectorIsa isa) {
+  static const InterleavedFn best = InterleavedFor(BestIsa());
+  const InterleavedFn fn = isa == VectorIsa::kBest ? best : InterleavedFor(isa);
+  return fn(batch, options, advantages, groups, summary);
 }
 
 }  // namespace rlscore::advantage::reference

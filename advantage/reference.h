@@ -145,6 +145,9 @@ Moments MergeTree(std::span<Moments> m);
 class MomentStack {
  public:
   void Push(const Moments& m);
+  // Pushes the root of a complete run of 2^level groups at once: the same state as pushing them
+  // one by one. REQUIRES: the number of groups pushed so far is a multiple of 2^level.
+  void PushRun(const Moments& m, int level);
   // The root of the tree over everything pushed.
   Moments Root() const;
 
@@ -165,11 +168,38 @@ struct Failure {
   size_t group = 0;
 };
 
-// The whole computation of advantage::Compute (advantage.h) on the CPU, without validation.
+// The whole computation of advantage::Compute (advantage.h) on the CPU, without validation, one
+// group at a time: the plain statement of the arithmetic, which ComputeInterleaved (what Compute
+// runs) and the CUDA path match bit for bit.
 // REQUIRES: the shape and options are valid (advantage::ValidateShape), advantages.size() ==
 // batch.rewards.size(), groups.size() == batch.group_sizes.size(), summary != nullptr.
 // Thread-safe: touches nothing but its arguments.
 Failure ComputeReference(const Batch& batch, const Options& options, std::span<double> advantages,
                          std::span<GroupStats> groups, BatchSummary* summary);
+
+// The vector instructions ComputeInterleaved may use. kBest is the widest the CPU has; kPortable
+// is the compiler's generic two-double vectors (SSE2 on x86-64), available everywhere.
+enum class VectorIsa : uint8_t { kBest, kPortable, kAvx2, kAvx512 };
+
+// Whether this build and this CPU can run `isa`.
+bool IsaAvailable(VectorIsa isa);
+
+// ComputeReference with the same preconditions and bit-identical results (advantages, statistics,
+// summary, and the same Failure), faster when groups are small: every group still gets exactly
+// the floating-point operations of the canonical order above, in the same order; only which
+// operations run side by side changes. Groups of at most 64 entries, all scorable, are taken up to
+// W at a time (W the doubles in a vector) by kernels unrolled for their number of rows: each
+// group's lanes accumulate in its own vectors, then the fold pairs the lanes of the W groups so
+// that one vector holds one sum per group, and that vector carries them all through μ, σ and the
+// factor (lanes across groups). Everything else (longer groups, groups with an unscorable entry,
+// the last groups of the batch, and any group that turns out identical, clamped, rescaled or not
+// finite) takes ComputeReference's single-group path. The kernels read a group's last row of 8
+// whole, up to 7 rewards past its end (ignored), and a group of fewer than 8 rewards has the
+// advantages past its end stored back as they were; both stay within the spans.
+// Thread-safe: touches nothing but its arguments (and about 24 KiB of stack).
+// REQUIRES: IsaAvailable(isa).
+Failure ComputeInterleaved(const Batch& batch, const Options& options, std::span<double> advantages,
+                           std::span<GroupStats> groups, BatchSummary* summary,
+                           VectorIsa isa = VectorIsa::kBest);
 
 }  // namespace rlscore::advantage::reference

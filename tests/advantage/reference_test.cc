@@ -1,8 +1,12 @@
 #include "advantage/reference.h"
 
+#include <array>
 #include <bit>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -70,6 +74,185 @@ TEST(Reference, MomentStackIsTheLevelByLevelTree) {
     EXPECT_EQ(std::bit_cast<uint64_t>(streamed.mean), std::bit_cast<uint64_t>(tree.mean));
     EXPECT_EQ(std::bit_cast<uint64_t>(streamed.m2), std::bit_cast<uint64_t>(tree.m2));
   }
+}
+
+// ComputeInterleaved against ComputeReference, the single-group path, on random batches built to
+// reach every branch: ragged groups of 1 to 70 entries (every number of rows and every partial last
+// row, groups that end the batch), ties, bit-identical groups (and +0.0 beside -0.0), unscorable
+// entries and all-unscorable groups, magnitudes near overflow and tiny spreads (the rescaled σ),
+// subnormals, and now and then a NaN or ±Inf (the same Failure expected). Everything must match to
+// the bit: advantages, every GroupStats field, the summary, and the Failure.
+struct RandomBatch {
+  std::vector<double> rewards;
+  std::vector<uint32_t> sizes;
+  std::vector<Outcome> outcomes;
+  Options options;
+};
+
+RandomBatch MakeRandomBatch(std::mt19937_64& rng) {
+  RandomBatch b;
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const auto pick = [&rng](uint64_t n) { return static_cast<size_t>(rng() % n); };
+  constexpr uint32_t kFixedSizes[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 63, 64, 65, 70};
+  constexpr double kScales[] = {1.0, 1e-3, 1e6, 1e150, 1e-150, 1e-160, 1e-300, 1e-320};
+  constexpr double kTies[] = {0.1, 1.1, 0.6, 0.0, -0.0};
+
+  const size_t groups = 1 + pick(pick(4) == 0 ? 8 : 300);
+  const size_t size_mode = pick(3);  // ragged 1-70, one fixed size, or a few common sizes
+  const uint32_t fixed = kFixedSizes[pick(std::size(kFixedSizes))];
+  const bool with_outcomes = pick(2) == 0;
+  for (size_t g = 0; g < groups; ++g) {
+    const uint32_t size = size_mode == 0   ? static_cast<uint32_t>(1 + pick(70))
+                          : size_mode == 1 ? fixed
+                                           : (8u << pick(4)) + (pick(4) == 0 ? 1u : 0u);
+    b.sizes.push_back(size);
+    const size_t kind = pick(8);
+    const double scale = kScales[pick(std::size(kScales))];
+    const double offset = pick(3) == 0 ? 0.0 : (unit(rng) - 0.5) * 4 * scale;
+    const double same = pick(4) == 0 ? (pick(2) == 0 ? 0.0 : -0.0) : offset + scale * unit(rng);
+    for (uint32_t i = 0; i < size; ++i) {
+      double r = 0.0;
+      switch (kind) {
+        case 0:  // bit-identical (or +0.0 beside -0.0 when `same` is a zero)
+          r = pick(8) == 0 && same == 0.0 ? -same : same;
+          break;
+        case 1:  // a few tied values
+        case 2:
+          r = kTies[pick(std::size(kTies))];
+          break;
+        case 3:  // a few ulps apart
+          r = std::nextafter(same, pick(2) == 0 ? 1e300 : -1e300);
+          if (pick(2) == 0) r = same;
+          break;
+        default:  // continuous, signed zeros now and then
+          r = pick(40) == 0 ? -0.0 : offset + scale * (unit(rng) - 0.5);
+          break;
+      }
+      b.rewards.push_back(r);
+      if (with_outcomes) {
+        // Sometimes a whole group is unscorable, or shares one outcome.
+        const size_t o = kind == 7 ? 4 : kind == 6 ? 1 : pick(10) < 2 ? 4 : pick(4);
+        b.outcomes.push_back(static_cast<Outcome>(o));
+      }
+    }
+  }
+  if (pick(12) == 0) {  // a non-finite reward somewhere
+    constexpr double kBad[] = {std::numeric_limits<double>::quiet_NaN(),
+                               std::numeric_limits<double>::infinity(),
+                               -std::numeric_limits<double>::infinity(), 1e300};
+    b.rewards[pick(b.rewards.size())] = kBad[pick(std::size(kBad))];
+  }
+  constexpr double kTaus[] = {0.0, 1e-8, 1e-3, 0.3};
+  b.options.estimator = static_cast<Estimator>(pick(4));
+  b.options.deviation = static_cast<Deviation>(pick(2));
+  b.options.zero_variance_threshold = kTaus[pick(std::size(kTaus))];
+  return b;
+}
+
+bool SameBits(double a, double b) {
+  return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+}
+
+struct Outputs {
+  std::vector<double> advantages;
+  std::vector<GroupStats> groups;
+  BatchSummary summary;
+  Failure failure;
+};
+
+// Outputs prefilled with the same junk, so that an entry one path leaves unwritten shows.
+Outputs RunBatch(const RandomBatch& rb, bool interleaved, VectorIsa isa) {
+  const Batch batch{.rewards = rb.rewards, .group_sizes = rb.sizes, .outcomes = rb.outcomes};
+  Outputs o;
+  o.advantages.assign(rb.rewards.size(), std::bit_cast<double>(uint64_t{0x7ff4deadbeef0001}));
+  o.groups.assign(rb.sizes.size(), GroupStats{.mean = -1.5, .std = -2.5, .scorable = 99});
+  o.failure = interleaved
+                  ? ComputeInterleaved(batch, rb.options, o.advantages, o.groups, &o.summary, isa)
+                  : ComputeReference(batch, rb.options, o.advantages, o.groups, &o.summary);
+  return o;
+}
+
+testing::AssertionResult SameOutputs(const Outputs& want, const Outputs& got) {
+  if (want.failure.kind != got.failure.kind || want.failure.group != got.failure.group) {
+    return testing::AssertionFailure()
+           << "failure kind/group " << static_cast<int>(want.failure.kind) << "/"
+           << want.failure.group << " vs " << static_cast<int>(got.failure.kind) << "/"
+           << got.failure.group;
+  }
+  if (want.failure.kind != Failure::Kind::kNone) return testing::AssertionSuccess();  // unspecified
+  for (size_t i = 0; i < want.advantages.size(); ++i) {
+    if (!SameBits(want.advantages[i], got.advantages[i])) {
+      return testing::AssertionFailure()
+             << "advantage " << i << ": " << want.advantages[i] << " vs " << got.advantages[i];
+    }
+  }
+  for (size_t g = 0; g < want.groups.size(); ++g) {
+    const GroupStats& w = want.groups[g];
+    const GroupStats& o = got.groups[g];
+    if (!SameBits(w.mean, o.mean) || !SameBits(w.std, o.std) || w.scorable != o.scorable ||
+        w.cause != o.cause) {
+      return testing::AssertionFailure()
+             << "group " << g << ": mean " << w.mean << " vs " << o.mean << ", std " << w.std
+             << " vs " << o.std << ", scorable " << w.scorable << " vs " << o.scorable << ", cause "
+             << static_cast<int>(w.cause) << " vs " << static_cast<int>(o.cause);
+    }
+  }
+  const BatchSummary& w = want.summary;
+  const BatchSummary& o = got.summary;
+  if (w.groups != o.groups || w.rewards != o.rewards || w.unscorable != o.unscorable ||
+      w.zero_variance_groups != o.zero_variance_groups || w.groups_by_cause != o.groups_by_cause ||
+      !SameBits(w.zero_variance_fraction, o.zero_variance_fraction) ||
+      !SameBits(w.reward_mean, o.reward_mean) || !SameBits(w.reward_std, o.reward_std)) {
+    return testing::AssertionFailure()
+           << "summary: reward_mean " << w.reward_mean << " vs " << o.reward_mean << ", reward_std "
+           << w.reward_std << " vs " << o.reward_std << ", unscorable " << w.unscorable << " vs "
+           << o.unscorable;
+  }
+  return testing::AssertionSuccess();
+}
+
+TEST(Reference, InterleavedMatchesSingleGroupPathBitForBit) {
+  std::vector<VectorIsa> isas;
+  for (VectorIsa isa :
+       {VectorIsa::kBest, VectorIsa::kPortable, VectorIsa::kAvx2, VectorIsa::kAvx512}) {
+    if (IsaAvailable(isa)) isas.push_back(isa);
+  }
+  std::mt19937_64 rng(2024);
+  size_t failures = 0;
+  size_t clean = 0;
+  for (int trial = 0; trial < 1500; ++trial) {
+    const RandomBatch batch = MakeRandomBatch(rng);
+    const Outputs want = RunBatch(batch, /*interleaved=*/false, VectorIsa::kBest);
+    failures += want.failure.kind != Failure::Kind::kNone;
+    clean += want.failure.kind == Failure::Kind::kNone;
+    for (VectorIsa isa : isas) {
+      ASSERT_TRUE(SameOutputs(want, RunBatch(batch, /*interleaved=*/true, isa)))
+          << "trial " << trial << ", isa " << static_cast<int>(isa) << ", " << batch.sizes.size()
+          << " groups, estimator " << static_cast<int>(batch.options.estimator) << ", tau "
+          << batch.options.zero_variance_threshold;
+    }
+  }
+  // Both outcomes were exercised.
+  EXPECT_GT(failures, 50u);
+  EXPECT_GT(clean, 1000u);
+}
+
+// The property above leans on every branch being reached; count them on the reference's results.
+TEST(Reference, InterleavedPropertyReachesEveryCause) {
+  std::mt19937_64 rng(2024);
+  std::array<uint64_t, kNumZeroVarianceCauses> causes{};
+  uint64_t rescaled = 0;  // groups whose σ came from the tiny-spread rescaling
+  for (int trial = 0; trial < 300; ++trial) {
+    const RandomBatch rb = MakeRandomBatch(rng);
+    const Outputs o = RunBatch(rb, /*interleaved=*/false, VectorIsa::kBest);
+    if (o.failure.kind != Failure::Kind::kNone) continue;
+    for (size_t g = 0; g < o.groups.size(); ++g) {
+      ++causes[static_cast<size_t>(o.groups[g].cause)];
+      rescaled += o.groups[g].std > 0 && o.groups[g].std < 1e-140;
+    }
+  }
+  for (int c = 0; c < kNumZeroVarianceCauses; ++c) EXPECT_GT(causes[c], 0u) << "cause " << c;
+  EXPECT_GT(rescaled, 0u);
 }
 
 TEST(Reference, MergeIsExactForTwoKnownHalves) {
