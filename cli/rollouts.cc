@@ -20,6 +20,8 @@
 namespace rlscore::cli {
 namespace {
 
+constexpr std::string_view kInstructionIdList = "instruction_id_list";
+
 using Json = nlohmann::json;
 
 std::string FieldError(std::string_view key, std::string_view what, const Json& got) {
@@ -98,6 +100,7 @@ absl::Status ReadCompletion(const Json& value, std::string_view key, std::string
       absl::StrCat("field \"", Sv(key), "\": a message list without an assistant message"));
 }
 
+// A reference is a string, or (task IF) an instruction list as a JSON object, kept as its text.
 absl::Status ReadReferences(const Json& line, std::string_view key, v1::ScoreItem* item) {
   const auto it = line.find(key);
   if (it == line.end() || it->is_null()) return absl::OkStatus();
@@ -105,11 +108,20 @@ absl::Status ReadReferences(const Json& line, std::string_view key, v1::ScoreIte
     item->add_references(it->get_ref<const std::string&>());
     return absl::OkStatus();
   }
+  if (it->is_object() && it->contains(kInstructionIdList)) {
+    item->add_references(it->dump(-1, ' ', false, Json::error_handler_t::replace));
+    return absl::OkStatus();
+  }
   if (!it->is_array()) {
-    return absl::InvalidArgumentError(FieldError(key, "a string or a list of strings", *it));
+    return absl::InvalidArgumentError(
+        FieldError(key, "a string, an instruction list object or a list of strings", *it));
   }
   for (size_t i = 0; i < it->size(); ++i) {
     const Json& ref = (*it)[i];
+    if (ref.is_object() && ref.contains(kInstructionIdList)) {
+      item->add_references(ref.dump(-1, ' ', false, Json::error_handler_t::replace));
+      continue;
+    }
     if (!ref.is_string()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "field \"", Sv(key), "\"[", i, "]: expected a string, got ", ref.type_name()));
@@ -117,6 +129,19 @@ absl::Status ReadReferences(const Json& line, std::string_view key, v1::ScoreIte
     item->add_references(ref.get_ref<const std::string&>());
   }
   return absl::OkStatus();
+}
+
+// An IFEval row ({"instruction_id_list": [...], "kwargs": [...]} beside the response) carries its
+// reference in those two keys: with no other reference, they are the reference of task IF.
+void ReadInstructionList(const Json& line, v1::ScoreItem* item) {
+  if (item->references_size() > 0) return;
+  const auto ids = line.find(kInstructionIdList);
+  if (ids == line.end() || ids->is_null()) return;
+  Json reference = Json::object();
+  reference[kInstructionIdList] = *ids;
+  if (const auto kwargs = line.find("kwargs"); kwargs != line.end()) reference["kwargs"] = *kwargs;
+  item->add_references(reference.dump(-1, ' ', false, Json::error_handler_t::replace));
+  if (item->task() == v1::TASK_UNSPECIFIED) item->set_task(v1::TASK_INSTRUCTION_FOLLOWING);
 }
 
 absl::Status ReadFields(const Json& line, const FieldNames& names, Rollout* rollout) {
@@ -179,6 +204,7 @@ absl::Status ReadFields(const Json& line, const FieldNames& names, Rollout* roll
     }
     completion.set_external_accuracy(it->get<double>());
   }
+  ReadInstructionList(line, &item);
   return absl::OkStatus();
 }
 
@@ -225,11 +251,12 @@ absl::Status RenameField(std::string_view assignment, FieldNames* names) {
 absl::StatusOr<v1::Task> ParseTask(std::string_view name) {
   std::string upper = absl::AsciiStrToUpper(Sv(name));
   if (!absl::StartsWith(upper, "TASK_")) upper = absl::StrCat("TASK_", upper);
+  if (upper == "TASK_IF" || upper == "TASK_IFEVAL") upper = "TASK_INSTRUCTION_FOLLOWING";
   v1::Task task = v1::TASK_UNSPECIFIED;
   if (!v1::Task_Parse(upper, &task)) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown task \"", Sv(name),
-                     "\"; expected math, multiple_choice, exact, numeric or external"));
+                     "\"; expected math, multiple_choice, exact, numeric, external or if"));
   }
   return task;
 }
@@ -400,6 +427,7 @@ bool RolloutReader::ReadFast(std::string_view line, Rollout* rollout) {
     int which = 0;
     while (which < kFields && *keys[which] != key) ++which;
     if (which == kFields) {
+      if (key == kInstructionIdList) return false;  // an IFEval row: the reference reads it
       if (!SkipChecked(value, 1)) return false;
       continue;
     }
@@ -515,6 +543,20 @@ void AppendResult(std::string* out, uint64_t line, std::string_view id_json,
   if (!result.detail().empty()) {
     out->append(",\"detail\":");
     AppendJsonString(out, result.detail());
+  }
+  if (result.instructions_size() > 0) {
+    out->append(",\"instructions\":[");
+    for (int i = 0; i < result.instructions_size(); ++i) {
+      const v1::InstructionResult& r = result.instructions(i);
+      out->append(i == 0 ? "{\"id\":" : ",{\"id\":");
+      AppendJsonString(out, r.id());
+      out->append(",\"strict\":");
+      AppendJsonBool(out, r.strict());
+      out->append(",\"loose\":");
+      AppendJsonBool(out, r.loose());
+      out->push_back('}');
+    }
+    out->push_back(']');
   }
   out->append("}\n");
 }

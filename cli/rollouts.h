@@ -4,6 +4,9 @@
 //   {"id": ..., "prompt_id": "gsm8k/17", "completion": "<think>...</think> 42",
 //    "reference": "42" | "references": ["42", "42.0"], "num_tokens": 812, "token_ids": [...],
 //    "finished": true, "task": "math", "external_accuracy": 0.5}
+// Task IF ("task": "if") takes its instruction list as the reference, a JSON object or its text,
+// or from an IFEval row's own "instruction_id_list" and "kwargs" keys (the task is then IF
+// unless the line names another).
 // Only "completion" is required; a completion may also be a chat message list, of which the last
 // assistant message's "content" is scored. "id" is any JSON value and is echoed back.
 //
@@ -11,7 +14,9 @@
 //   {"line": 1, "id": ..., "prompt_id": "gsm8k/17", "reward": 1.1, "verdict": "CORRECT",
 //    "components": {"accuracy": 1.0, "format": 0.1, "repetition": 0.0, "length": 0.0},
 //    "extracted_answer": "42", "num_tokens": 812, "tokens_estimated": false, "well_formed": true,
-//    "truncated": false, "format_gated": false, "repetition": {...}, "detail": "..."}
+//    "truncated": false, "format_gated": false, "repetition": {...}, "detail": "...",
+//    "instructions": [{"id": "punctuation:no_comma", "strict": true, "loose": true}, ...]}
+// ("instructions" for task IF only)
 // or, for a line that could not be read, {"line": 7, "error": "..."}.
 //
 //   RolloutReader reader(FieldNames{});          // one per thread

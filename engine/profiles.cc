@@ -44,6 +44,10 @@ absl::Status Apply(const config::v1::Profile& in, scorers::Profile* p) {
   if (w.has_repetition()) p->weights.repetition = w.repetition();
   if (w.has_length()) p->weights.length = w.length();
 
+  const config::v1::InstructionFollowing& instructions = in.instruction_following();
+  if (instructions.has_loose()) p->instructions.loose = instructions.loose();
+  if (instructions.has_fraction()) p->instructions.fraction = instructions.fraction();
+
   if (in.format().has_reward()) p->format.reward = in.format().reward();
   if (in.format().has_ungated()) p->format.ungated = in.format().ungated();
 
@@ -209,6 +213,12 @@ void ProfileToProto(const ServiceProfile& profile, config::v1::Profile* out) {
   out->mutable_weights()->set_length(p.weights.length);
   out->mutable_format()->set_reward(p.format.reward);
   out->mutable_format()->set_ungated(p.format.ungated);
+  // Written only when a profile changes it, so that the hash of every profile that predates the
+  // IF task stays what it was.
+  if (p.instructions.loose || p.instructions.fraction) {
+    out->mutable_instruction_following()->set_loose(p.instructions.loose);
+    out->mutable_instruction_following()->set_fraction(p.instructions.fraction);
+  }
   RepetitionPenalty* r = out->mutable_repetition();
   r->set_enabled(p.repetition.enabled);
   r->set_mode(p.repetition.mode == scorers::RepetitionMode::kThreshold

@@ -16,6 +16,8 @@ absl::StatusOr<scorers::Task> TaskFromProto(int task) {
       return scorers::Task::kNumeric;
     case v1::TASK_EXTERNAL:
       return scorers::Task::kExternal;
+    case v1::TASK_INSTRUCTION_FOLLOWING:
+      return scorers::Task::kInstructionFollowing;
     default:
       return absl::InvalidArgumentError(absl::StrCat("task: unknown value ", task));
   }
@@ -33,6 +35,8 @@ v1::Task TaskToProto(scorers::Task task) {
       return v1::TASK_NUMERIC;
     case scorers::Task::kExternal:
       return v1::TASK_EXTERNAL;
+    case scorers::Task::kInstructionFollowing:
+      return v1::TASK_INSTRUCTION_FOLLOWING;
   }
   return v1::TASK_UNSPECIFIED;
 }
@@ -110,6 +114,12 @@ void FillCompletionResult(const scorers::CompletionScore& s, v1::CompletionResul
   out->set_tokens_estimated(s.tokens_estimated);
   out->set_format_gated(s.format_gated);
   out->set_detail(ValidUtf8(s.detail));
+  for (const scorers::InstructionResult& i : s.instructions) {
+    v1::InstructionResult* r = out->add_instructions();
+    r->set_id(i.id);
+    r->set_strict(i.strict);
+    r->set_loose(i.loose);
+  }
 }
 
 std::string ValidUtf8(std::string_view text) {

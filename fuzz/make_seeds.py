@@ -11,6 +11,7 @@ same sources give the same files (named by content hash).
 """
 import argparse
 import hashlib
+import json
 import pathlib
 import re
 import subprocess
@@ -131,6 +132,19 @@ def main():
         write(out, "generation_monitor_fuzz", b"\x1b" + text.encode())
     for flags, text in enumerate(ast_texts + ast_literals):
         write(out, "ast_repetition_fuzz", bytes([flags % 128]) + text.encode())
+
+    # Task IF: every case of the instruction tables, as its reference, NUL, its response.
+    for path in sorted((TESTS / "scorers/instructions").glob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            case = json.loads(line)
+            if "id" in case and "response" in case:
+                reference = {"instruction_id_list": [case["id"]], "kwargs": [case.get("kwargs", {})]}
+                write(out, "instructions_fuzz",
+                      json.dumps(reference).encode() + b"\0" + case["response"].encode())
+            elif "reference" in case:
+                reference = case["reference"]
+                text = reference if isinstance(reference, str) else json.dumps(reference)
+                write(out, "instructions_fuzz", text.encode() + b"\0")
 
     for s in literals(TESTS / "engine/config_test.cc"):
         write(out, "config_fuzz", s)

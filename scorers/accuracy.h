@@ -18,10 +18,18 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rlscore::scorers {
 
-enum class Task : uint8_t { kMath, kMultipleChoice, kExact, kNumeric, kExternal };
+enum class Task : uint8_t {
+  kMath,
+  kMultipleChoice,
+  kExact,
+  kNumeric,
+  kExternal,
+  kInstructionFollowing,  // IFEval-style verifiable instructions (scorers/instructions/)
+};
 
 enum class Verdict : uint8_t {
   kCorrect,
@@ -40,11 +48,20 @@ inline bool IsUnscorable(Verdict v) {
   return v == Verdict::kUnparseableReference || v == Verdict::kBudgetExceeded;
 }
 
+// Task kInstructionFollowing: one instruction of the reference and whether the answer section
+// follows it, under IFEval's strict and loose rules.
+struct InstructionResult {
+  std::string id;  // e.g. "length_constraints:number_words"
+  bool strict = false;
+  bool loose = false;
+};
+
 struct AccuracyResult {
-  double accuracy = 0.0;  // 1 for kCorrect, else 0
+  double accuracy = 0.0;  // 1 for kCorrect, else 0 (kInstructionFollowing: see reward.h)
   Verdict verdict = Verdict::kNoAnswer;
-  std::string extracted;  // the answer as written in the completion, trimmed
-  std::string detail;     // why, for unscorable verdicts and NO_ANSWER
+  std::string extracted;                        // the answer as written in the completion, trimmed
+  std::string detail;                           // why, for unscorable verdicts and NO_ANSWER
+  std::vector<InstructionResult> instructions;  // kInstructionFollowing only, in reference order
 };
 
 // One group's references, parsed once. Thread-safe: Grade() may run concurrently.

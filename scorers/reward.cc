@@ -172,6 +172,26 @@ void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t
   }
 }
 
+// Task IF: the judge grades strictly and all-or-nothing (IFEval's prompt-level accuracy); the
+// profile may ask for its loose rules or for the fraction of instructions followed. With a
+// fraction, the verdict is CORRECT when any instruction is followed, as for EXTERNAL accuracy:
+// that is what opens the format gate.
+void ApplyInstructionOptions(const InstructionOptions& options, AccuracyResult* result) {
+  if (result->instructions.empty() || result->verdict == Verdict::kNoAnswer ||
+      IsUnscorable(result->verdict)) {
+    return;
+  }
+  size_t followed = 0;
+  for (const InstructionResult& r : result->instructions)
+    followed += options.loose ? r.loose : r.strict;
+  const size_t total = result->instructions.size();
+  result->accuracy = options.fraction ? static_cast<double>(followed) / static_cast<double>(total)
+                                      : (followed == total ? 1.0 : 0.0);
+  result->verdict = result->accuracy > 0.0 ? Verdict::kCorrect : Verdict::kWrong;
+  result->detail = absl::StrCat(followed, " of ", total, " instructions followed (",
+                                options.loose ? "loose" : "strict", ")");
+}
+
 absl::Status ScoreOne(const CompletionInput& in, Task task, const Judge* judge,
                       const Profile& profile, const Clock* clock, CompletionScore* score) {
   const Anatomy anatomy = profile.expects_reasoning ? ParseAnatomy(in.text, profile.tags)
@@ -205,8 +225,10 @@ absl::Status ScoreOne(const CompletionInput& in, Task task, const Judge* judge,
     score->verdict = a > 0.0 ? Verdict::kCorrect : Verdict::kWrong;
   } else {
     AccuracyResult result = judge->Grade(anatomy.answer(in.text));
+    if (task == Task::kInstructionFollowing) ApplyInstructionOptions(profile.instructions, &result);
     score->accuracy = result.accuracy;
     score->verdict = result.verdict;
+    score->instructions = std::move(result.instructions);
     score->extracted_answer = std::move(result.extracted);
     score->detail = std::move(result.detail);
     if (score->verdict == Verdict::kNoAnswer && !anatomy.has_think_close) {

@@ -54,6 +54,16 @@ struct Weights {
   double length = 1.0;
 };
 
+// Task IF (scorers/instructions/): how the instructions' verdicts make the accuracy.
+struct InstructionOptions {
+  // IFEval's loose rules (the response also without its first or last line, or without '*')
+  // instead of its strict ones.
+  bool loose = false;
+  // The fraction of instructions followed, instead of all-or-nothing (IFEval's prompt-level
+  // accuracy, the default).
+  bool fraction = false;
+};
+
 // A named reward specification. The default-constructed Profile is the built-in default:
 // accuracy 1/0, gated format 0.1, repetition -0.5 (the loop rule on 8-grams), quadratic
 // length (w = 0.5, L_t = 4096, L_max = 16384), task MATH.
@@ -65,6 +75,7 @@ struct Profile {
   RepetitionOptions repetition;
   LengthOptions length;
   Weights weights;
+  InstructionOptions instructions;
   // False for models that do not think: the whole completion is the answer section and the
   // format reward needs no think tags.
   bool expects_reasoning = true;
@@ -119,6 +130,9 @@ struct CompletionScore {
   uint32_t think_close_tags = 0;
   bool format_gated = false;         // well-formed but wrong: format reward withheld
   bool format_paid_ungated = false;  // paid with accuracy 0 because the profile opted out
+
+  // Task IF: every instruction's strict and loose verdict, in reference order.
+  std::vector<InstructionResult> instructions;
 
   RepetitionFinding repetition_finding;  // detector kNone when nothing fired
   // The AST detector's work on this completion, for metrics: whether it parsed anything (the

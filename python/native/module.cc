@@ -236,8 +236,11 @@ absl::StatusOr<scorers::Task> TaskNamed(std::string_view name) {
   if (name == "numeric") return scorers::Task::kNumeric;
   if (name == "multiple_choice") return scorers::Task::kMultipleChoice;
   if (name == "exact") return scorers::Task::kExact;
+  if (name == "if" || name == "instruction_following") {
+    return scorers::Task::kInstructionFollowing;
+  }
   return absl::InvalidArgumentError("unknown task \"" + std::string(name) +
-                                    "\": expected math, numeric, multiple_choice or exact");
+                                    "\": expected math, numeric, multiple_choice, exact or if");
 }
 
 // `answer` graded against `gold` for `task` ("math", ...), with the GIL released.

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/mutex.h"
 #include "common/strings.h"
+#include "scorers/instructions/judge.h"
 #include "scorers/math/equivalence.h"
 #include "scorers/math/evaluate.h"
 #include "scorers/math/extract.h"
@@ -509,6 +510,8 @@ class AccuracyScorerImpl final : public AccuracyScorer {
         if (normalized.empty()) return Unparseable(problems);
         return std::make_unique<ExactJudge>(std::move(normalized));
       }
+      case Task::kInstructionFollowing:
+        return instructions::NewJudge(references);
       case Task::kExternal:
         break;
     }

@@ -85,11 +85,15 @@ TEST(Rollouts, RenamedFields) {
 }
 
 TEST(Rollouts, TaskNames) {
-  const std::pair<const char*, v1::Task> cases[] = {{"math", v1::TASK_MATH},
-                                                    {"MULTIPLE_CHOICE", v1::TASK_MULTIPLE_CHOICE},
-                                                    {"Exact", v1::TASK_EXACT},
-                                                    {"TASK_NUMERIC", v1::TASK_NUMERIC},
-                                                    {"external", v1::TASK_EXTERNAL}};
+  const std::pair<const char*, v1::Task> cases[] = {
+      {"math", v1::TASK_MATH},
+      {"MULTIPLE_CHOICE", v1::TASK_MULTIPLE_CHOICE},
+      {"Exact", v1::TASK_EXACT},
+      {"TASK_NUMERIC", v1::TASK_NUMERIC},
+      {"external", v1::TASK_EXTERNAL},
+      {"if", v1::TASK_INSTRUCTION_FOLLOWING},
+      {"IFEval", v1::TASK_INSTRUCTION_FOLLOWING},
+      {"instruction_following", v1::TASK_INSTRUCTION_FOLLOWING}};
   for (const auto& [name, task] : cases) {
     SCOPED_TRACE(name);
     absl::StatusOr<v1::Task> parsed = ParseTask(name);
@@ -98,6 +102,72 @@ TEST(Rollouts, TaskNames) {
   }
   EXPECT_FALSE(ParseTask("poetry").ok());
   EXPECT_FALSE(ParseTask("").ok());
+}
+
+TEST(Rollouts, AnInstructionListIsAReference) {
+  // As a JSON object in "reference": kept as its JSON text.
+  absl::StatusOr<Rollout> r = ParseRollout(
+      R"({"completion": "x", "task": "if",
+          "reference": {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}})",
+      FieldNames{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->item.task(), v1::TASK_INSTRUCTION_FOLLOWING);
+  EXPECT_THAT(r->item.references(),
+              ::testing::ElementsAre(R"({"instruction_id_list":["punctuation:no_comma"],)"
+                                     R"("kwargs":[{}]})"));
+  // An IFEval row: its own keys are the reference, and the task is IF.
+  absl::StatusOr<Rollout> row = ParseRollout(
+      R"({"key": 1001, "prompt": "Write...", "response": "x",
+          "instruction_id_list": ["detectable_format:title"], "kwargs": [{}]})",
+      [] {
+        FieldNames names;
+        names.completion = "response";
+        return names;
+      }());
+  ASSERT_TRUE(row.ok()) << row.status();
+  EXPECT_EQ(row->item.task(), v1::TASK_INSTRUCTION_FOLLOWING);
+  EXPECT_THAT(row->item.references(),
+              ::testing::ElementsAre(
+                  R"({"instruction_id_list":["detectable_format:title"],"kwargs":[{}]})"));
+  // The fast reader leaves such a row to the reference reader and answers the same.
+  RolloutReader reader([] {
+    FieldNames names;
+    names.completion = "response";
+    return names;
+  }());
+  absl::StatusOr<Rollout> fast = reader.Read(
+      R"({"key": 1001, "prompt": "Write...", "response": "x",
+          "instruction_id_list": ["detectable_format:title"], "kwargs": [{}]})");
+  ASSERT_TRUE(fast.ok()) << fast.status();
+  EXPECT_EQ(fast->item.SerializeAsString(), row->item.SerializeAsString());
+  // A line that names its reference keeps it, and a task it names wins.
+  absl::StatusOr<Rollout> named = ParseRollout(
+      R"({"completion": "x", "reference": "42", "task": "math", "instruction_id_list": ["a"]})",
+      FieldNames{});
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->item.task(), v1::TASK_MATH);
+  EXPECT_THAT(named->item.references(), ::testing::ElementsAre("42"));
+}
+
+TEST(Rollouts, FormatsInstructionResults) {
+  v1::ScoreItem item;
+  v1::CompletionResult result;
+  result.set_verdict(v1::VERDICT_WRONG);
+  v1::InstructionResult* a = result.add_instructions();
+  a->set_id("punctuation:no_comma");
+  a->set_strict(false);
+  a->set_loose(true);
+  v1::InstructionResult* b = result.add_instructions();
+  b->set_id("detectable_format:title");
+  b->set_strict(true);
+  b->set_loose(true);
+  std::string line;
+  AppendResult(&line, 1, "", item, result, 0.0);
+  EXPECT_THAT(line,
+              ::testing::EndsWith(
+                  R"("instructions":[{"id":"punctuation:no_comma","strict":false,"loose":true},)"
+                  R"({"id":"detectable_format:title","strict":true,"loose":true}]})"
+                  "\n"));
 }
 
 TEST(Rollouts, MalformedLinesNameWhatIsWrong) {
@@ -120,7 +190,8 @@ TEST(Rollouts, MalformedLinesNameWhatIsWrong) {
       {R"({"completion": "x", "prompt_id": 3})",
        "field \"prompt_id\": expected a string, got number"},
       {R"({"completion": "x", "reference": {"a": 1}})",
-       "field \"reference\": expected a string or"},
+       "field \"reference\": expected a string, an instruction list object or a list of strings, "
+       "got object"},
       {R"({"completion": "x", "references": ["a", 2]})",
        "field \"references\"[1]: expected a string"},
       {R"({"completion": "x", "num_tokens": -1})", "field \"num_tokens\": expected a non-negative"},

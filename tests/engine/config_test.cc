@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rlscore/config/v1/server_config.pb.h"
 
 namespace rlscore::engine {
 namespace {
@@ -405,6 +406,45 @@ TEST(Profiles, NgramRuleOptions) {
                                                "server.textproto", &bad);
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(refused.message()), HasSubstr("repetition.loop_min_recurring_percent"));
+}
+
+TEST(Profiles, InstructionFollowingOptionsComeFromTheConfigAndEnterTheHash) {
+  ServerOptions options = DefaultServerOptions();
+  const absl::Status status = ApplyConfigText(
+      R"pb(
+        profiles {
+          name: "ifeval"
+          task: TASK_INSTRUCTION_FOLLOWING
+          instruction_following { fraction: true loose: true }
+        }
+        profiles { name: "strict" task: TASK_INSTRUCTION_FOLLOWING }
+        profiles {
+          name: "strict-spelled-out"
+          task: TASK_INSTRUCTION_FOLLOWING
+          instruction_following { fraction: false loose: false }
+        }
+      )pb",
+      "server.textproto", &options);
+  ASSERT_TRUE(status.ok()) << status;
+  const ServiceProfile* ifeval = options.profiles.Find("ifeval").value();
+  EXPECT_EQ(ifeval->reward.task, scorers::Task::kInstructionFollowing);
+  EXPECT_TRUE(ifeval->reward.instructions.fraction);
+  EXPECT_TRUE(ifeval->reward.instructions.loose);
+  const ServiceProfile* strict = options.profiles.Find("strict").value();
+  EXPECT_FALSE(strict->reward.instructions.fraction);
+  EXPECT_FALSE(strict->reward.instructions.loose);
+  // The choice is part of the profile's hash; spelling out the defaults is no choice (and keeps
+  // the hashes of profiles written before the IF task).
+  const ServiceProfile* spelled = options.profiles.Find("strict-spelled-out").value();
+  EXPECT_NE(ifeval->hash, strict->hash);
+  config::v1::Profile a;
+  config::v1::Profile b;
+  ProfileToProto(*strict, &a);
+  ProfileToProto(*spelled, &b);
+  a.clear_name();
+  b.clear_name();
+  EXPECT_EQ(a.SerializeAsString(), b.SerializeAsString());
+  EXPECT_FALSE(a.has_instruction_following());
 }
 
 TEST(Profiles, InvalidProfilesAreRefusedNamingProfileAndField) {

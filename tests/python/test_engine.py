@@ -166,3 +166,38 @@ def test_threads_share_one_engine(engine):
     for t in threads:
         t.join(120)
     assert not errors and not any(t.is_alive() for t in threads)
+
+
+IF_ROW = {"key": 1, "prompt": "Describe autumn without commas in under 20 words.",
+          "instruction_id_list": ["punctuation:no_comma", "length_constraints:number_words"],
+          "kwargs": [{}, {"relation": "less than", "num_words": 20}]}
+
+
+def test_instruction_following_from_an_ifeval_row(engine, client):
+    rows = [{"prompt_id": "a", "completion": "<think>short</think>Leaves fall and the air turns cold."},
+            {"prompt_id": "a", "completion": "<think>short</think>Leaves fall, the air turns cold."},
+            {"prompt_id": "a", "completion": "<think>short</think>"}]
+    # IFEval's keys beside the completion: task IF without naming it.
+    items = [dict(r, instruction_id_list=IF_ROW["instruction_id_list"], kwargs=IF_ROW["kwargs"])
+             for r in rows]
+    reply = engine.score(items)
+    verdicts = [rlscore.Verdict(r.verdict) for r in reply.results]
+    assert verdicts == [rlscore.Verdict.CORRECT, rlscore.Verdict.WRONG, rlscore.Verdict.NO_ANSWER]
+    assert reply.rewards[0] == pytest.approx(1.1)
+    assert [(i.id, i.strict) for i in reply.results[1].instructions] == [
+        ("punctuation:no_comma", False), ("length_constraints:number_words", True)]
+    # The same as a dict reference with the task named, and the same from a server.
+    named = [{"completion": r["completion"], "task": "if", "reference": IF_ROW} for r in rows]
+    assert engine.score(named).rewards == reply.rewards
+    remote = client.score(items)
+    assert remote.SerializeToString(deterministic=True) == reply.SerializeToString(
+        deterministic=True)
+
+
+def test_instruction_following_bad_reference_is_unscorable_and_named(engine):
+    reply = engine.score([{"completion": "<think>x</think>y", "task": "if",
+                           "reference": {"instruction_id_list": ["keywords:frequency"],
+                                         "kwargs": [{"keyword": "cat", "frequency": 2}]}}])
+    assert rlscore.Verdict(reply.results[0].verdict) == rlscore.Verdict.UNPARSEABLE_REFERENCE
+    assert 'instruction 1 (keywords:frequency): argument "relation" is required' in \
+        reply.results[0].detail

@@ -96,3 +96,17 @@ def test_slime_rm_and_batched_rm():
     wrong = types.SimpleNamespace(prompt="6*7?", response=WRONG, label="42")
     assert asyncio.run(slime.rm(args, sample)) == pytest.approx(1.1)
     assert asyncio.run(slime.batched_rm(args, [sample, wrong])) == pytest.approx([1.1, 0.0])
+
+
+def test_verl_scores_instruction_following_ground_truth(monkeypatch):
+    monkeypatch.delenv("RLSCORE_TARGET", raising=False)
+    truth = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
+    right = "<think>ok</think>No commas at all."
+    wrong = "<think>ok</think>Commas, everywhere."
+    assert verl.compute_score("ifeval", right, truth)["accuracy"] == 1.0
+    assert verl.compute_score("ifeval", wrong, truth)["accuracy"] == 0.0
+    # Its JSON text, as parquet columns often store it.
+    import json
+    assert verl.compute_score("ifeval", right, json.dumps(truth))["accuracy"] == 1.0
+    # An answer that merely looks like JSON stays a math answer.
+    assert verl.compute_score("m", "<think>x</think>\\boxed{3}", "{3}")["unscorable"] == 0.0

@@ -54,6 +54,8 @@ const char* TaskName(Task t) {
       return "NUMERIC";
     case Task::kExternal:
       return "EXTERNAL";
+    case Task::kInstructionFollowing:
+      return "INSTRUCTION_FOLLOWING";
   }
   return "?";
 }

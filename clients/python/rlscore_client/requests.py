@@ -8,7 +8,8 @@ in-process engine (the rlscore package), so both take the same inputs; needs no 
 
 from __future__ import annotations
 
-from typing import Any, Iterable, List, Mapping, Union
+import json
+from typing import Any, Iterable, List, Mapping, Optional, Union
 
 try:
     from rlscore.v1 import advantage_pb2, scoring_pb2
@@ -23,8 +24,12 @@ GroupLike = Union[Mapping[str, Any], "scoring_pb2.Group"]
 ItemLike = Union[Mapping[str, Any], "scoring_pb2.ScoreItem"]
 
 _COMPLETION_KEYS = frozenset({"text", "token_ids", "num_tokens", "finished", "external_accuracy"})
-_GROUP_KEYS = frozenset({"prompt_id", "references", "reference", "task", "completions"})
-_ITEM_KEYS = frozenset({"prompt_id", "completion", "references", "reference", "task"})
+# An IFEval row's "instruction_id_list" and "kwargs" may stand for the reference of task IF.
+_IFEVAL_KEYS = frozenset({"instruction_id_list", "kwargs"})
+_GROUP_KEYS = frozenset({"prompt_id", "references", "reference", "task", "completions"}) | _IFEVAL_KEYS
+_ITEM_KEYS = frozenset({"prompt_id", "completion", "references", "reference", "task"}) | _IFEVAL_KEYS
+# Short names of tasks, beside the enum's own (math, numeric, ..., instruction_following).
+_TASK_ALIASES = {"if": "INSTRUCTION_FOLLOWING", "ifeval": "INSTRUCTION_FOLLOWING"}
 _ADVANTAGE_KEYS = frozenset({"estimator", "deviation", "zero_variance_threshold"})
 
 
@@ -85,9 +90,18 @@ def _completion(c: CompletionLike, where: str) -> scoring_pb2.Completion:
     return out
 
 
+def _reference_text(value: Any) -> str:
+    # An instruction list of task IF ({"instruction_id_list": [...], "kwargs": [...]}) travels as
+    # its JSON text.
+    if isinstance(value, Mapping):
+        return json.dumps(value)
+    return str(value)
+
+
 def as_references(value: Any) -> List[str]:
     """A reference answer as the list of equivalent forms the API takes: a string becomes a list
-    of one, a list, tuple or numpy array a list of strings, None none, anything else its str()."""
+    of one, a list, tuple or numpy array a list of strings, None none, a dict (an instruction
+    list of task IF) its JSON text, anything else its str()."""
     if hasattr(value, "tolist"):  # numpy arrays and scalars
         value = value.tolist()
     if value is None:
@@ -95,14 +109,29 @@ def as_references(value: Any) -> List[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, (list, tuple)):
-        return [str(v) for v in value]
-    return [str(value)]
+        return [_reference_text(v) for v in value]
+    return [_reference_text(value)]
 
 
 def _references(d: Mapping[str, Any], where: str) -> List[str]:
     if "references" in d and "reference" in d:
         raise ValueError("%s: give references or reference, not both" % where)
+    if "instruction_id_list" in d:
+        if "references" in d or "reference" in d:
+            raise ValueError("%s: give an instruction_id_list or references, not both" % where)
+        return [json.dumps({"instruction_id_list": d["instruction_id_list"],
+                            "kwargs": d.get("kwargs")})]
     return as_references(d.get("references", d.get("reference")))
+
+
+def _task(d: Mapping[str, Any], where: str) -> Optional[int]:
+    """The task a dict names (an IFEval row names IF by its instruction_id_list), or None."""
+    task = d.get("task")
+    if task is None:
+        return scoring_pb2.TASK_INSTRUCTION_FOLLOWING if "instruction_id_list" in d else None
+    if isinstance(task, str):
+        task = _TASK_ALIASES.get(task.lower(), task)
+    return _enum(scoring_pb2.Task, "TASK_", task, where + ".task")
 
 
 def _group(g: GroupLike, where: str) -> scoring_pb2.Group:
@@ -113,8 +142,9 @@ def _group(g: GroupLike, where: str) -> scoring_pb2.Group:
             where, type(g).__name__))
     _check_keys(g, _GROUP_KEYS, where)
     out = scoring_pb2.Group(prompt_id=g.get("prompt_id", ""), references=_references(g, where))
-    if g.get("task") is not None:
-        out.task = _enum(scoring_pb2.Task, "TASK_", g["task"], where + ".task")
+    task = _task(g, where)
+    if task is not None:
+        out.task = task
     out.completions.extend(_completion(c, "%s.completions[%d]" % (where, i))
                            for i, c in enumerate(g.get("completions", ())))
     return out
@@ -130,8 +160,9 @@ def _score_item(item: ItemLike, where: str) -> scoring_pb2.ScoreItem:
     out = scoring_pb2.ScoreItem(prompt_id=item.get("prompt_id", ""),
                                 references=_references(item, where))
     out.completion.CopyFrom(_completion(item.get("completion", ""), where + ".completion"))
-    if item.get("task") is not None:
-        out.task = _enum(scoring_pb2.Task, "TASK_", item["task"], where + ".task")
+    task = _task(item, where)
+    if task is not None:
+        out.task = task
     return out
 
 

@@ -18,7 +18,9 @@ same numeric keys). The BatchRewardManager calls a batch function once with list
 Each call is one Score request (a batch call: one request for the batch). The module-level
 functions share one Client per process, created on first use from RLSCORE_TARGET (default
 127.0.0.1:50051) and RLSCORE_PROFILE (default: the server's default profile); a forked child
-creates its own. `ground_truth` is a string or a list of equivalent strings. The returned dict:
+creates its own. `ground_truth` is a string or a list of equivalent strings, or for
+instruction-following data an IFEval instruction list ({"instruction_id_list": [...],
+"kwargs": [...]}, or its JSON text), scored as task IF. The returned dict:
 
     {"score": total reward, "accuracy", "format", "repetition", "length": the components,
      "num_tokens", "truncated", "format_gated", "unscorable": 0.0 / 1.0 flags}
@@ -29,10 +31,11 @@ default profile) with unscorable = 1.0: verl has no "no reward" value.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 if __package__ in (None, ""):  # loaded by path (verl's custom_reward_function.path)
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -90,10 +93,23 @@ def score_dicts(scorer: Any, profile: str, solution_strs: Sequence[str],
         raise ValueError("%d solution_strs for %d ground_truths" % (
             len(solution_strs), len(ground_truths)))
     response = scorer.score(
-        [{"completion": text, "references": as_references(truth)}
-         for text, truth in zip(solution_strs, ground_truths)], profile=profile)
+        [_item(text, truth) for text, truth in zip(solution_strs, ground_truths)], profile=profile)
     return [_score_dict(reward, result) for reward, result in zip(response.rewards,
                                                                   response.results)]
+
+
+def _item(text: str, truth: Any) -> Dict[str, Any]:
+    """A Score item. An instruction-following row's ground truth (a dict with an
+    instruction_id_list, or its JSON text) is scored as task IF."""
+    if isinstance(truth, str) and truth.lstrip().startswith("{") and "instruction_id_list" in truth:
+        try:
+            truth = json.loads(truth)
+        except ValueError:
+            pass  # not JSON after all: an answer that happens to look like it
+    if isinstance(truth, Mapping) and "instruction_id_list" in truth:
+        return {"completion": text, "instruction_id_list": truth["instruction_id_list"],
+                "kwargs": truth.get("kwargs")}
+    return {"completion": text, "references": as_references(truth)}
 
 
 def _score_dict(reward: float, result) -> Dict[str, float]:
