@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "advantage/cpu_estimators.h"
 #include "advantage/reference.h"
 #include "common/status_macros.h"
 
@@ -33,6 +34,96 @@ absl::Status NonFiniteError(const Batch& batch, size_t g, size_t offset, size_t 
   return absl::InvalidArgumentError(absl::StrCat(
       "rewards of group ", g, " (flat index ", offset,
       ") overflow double precision: ", "magnitudes above about 1e150 are not supported"));
+}
+
+// The K and weights of a components matrix of `rows` rows (or any whole number of rows when
+// `rows` is absent: WeightedRowSums).
+absl::Status ValidateMatrix(size_t components, uint32_t num_components,
+                            std::span<const double> weights, const size_t* rows) {
+  if (num_components == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_components is 0 with ", components,
+                     " components: GDPO needs at least one reward component"));
+  }
+  if (rows != nullptr && components != *rows * num_components) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "components has ", components, " values; expected rewards (", *rows, ") x num_components (",
+        num_components, ") = ", *rows * num_components, ", row-major"));
+  }
+  if (rows == nullptr && components % num_components != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("components has ", components,
+                                                   " values, not a whole number of rows of ",
+                                                   "num_components (", num_components, ")"));
+  }
+  if (weights.size() != num_components) {
+    return absl::InvalidArgumentError(absl::StrCat("component_weights has ", weights.size(),
+                                                   " values; expected one per component (",
+                                                   num_components, ")"));
+  }
+  for (size_t k = 0; k < weights.size(); ++k) {
+    if (!std::isfinite(weights[k])) {
+      return absl::InvalidArgumentError(absl::StrCat("component_weights[", k, "] is ",
+                                                     DescribeNonFinite(weights[k]),
+                                                     ": weights must be finite"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// GDPO needs a components matrix; every other estimator must not be given one (it would be
+// silently ignored).
+absl::Status ValidateComponentsShape(const Batch& batch, const Options& options) {
+  if (options.estimator == Estimator::kGdpo) {
+    const size_t rows = batch.rewards.size();
+    return ValidateMatrix(batch.components.size(), batch.num_components, batch.component_weights,
+                          &rows);
+  }
+  if (!batch.components.empty() || batch.num_components != 0 || !batch.component_weights.empty()) {
+    return absl::InvalidArgumentError(
+        "components, num_components and component_weights are read by the GDPO estimator only");
+  }
+  return absl::OkStatus();
+}
+
+// The mean accuracy of one group with scorable entries (types.h, KeepBand), or an error naming a
+// non-finite accuracy.
+absl::StatusOr<double> MeanAccuracy(const Batch& batch, const GroupStats& stats, size_t g,
+                                    size_t offset, size_t size) {
+  if (!batch.accuracy.empty()) {
+    double sum = 0.0;
+    for (size_t i = 0; i < size; ++i) {
+      if (!IsScorable(batch, offset + i)) continue;
+      const double a = batch.accuracy[offset + i];
+      if (!std::isfinite(a)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("accuracy at group ", g, ", position ", i, " (flat index ", offset + i,
+                         ") is ", DescribeNonFinite(a), ": accuracies must be finite"));
+      }
+      sum += a;
+    }
+    return sum / static_cast<double>(stats.scorable);
+  }
+  if (!batch.outcomes.empty()) {
+    uint64_t correct = 0;
+    bool known = true;
+    for (size_t i = offset; i < offset + size && known; ++i) {
+      switch (batch.outcomes[i]) {
+        case Outcome::kCorrect:
+          ++correct;
+          break;
+        case Outcome::kWrong:
+        case Outcome::kTruncated:
+        case Outcome::kUnscorable:
+          break;
+        case Outcome::kUnknown:
+        default:
+          known = false;
+          break;
+      }
+    }
+    if (known) return static_cast<double>(correct) / static_cast<double>(stats.scorable);
+  }
+  return stats.mean;
 }
 
 }  // namespace
@@ -86,6 +177,9 @@ absl::Status ValidateShape(const Batch& batch, const Options& options) {
     case Estimator::kDrGrpo:
     case Estimator::kRloo:
     case Estimator::kBatchNormalized:
+    case Estimator::kReinforcePlusPlusBaseline:
+    case Estimator::kGrpoPassK:
+    case Estimator::kGdpo:
       break;
     default:
       return absl::InvalidArgumentError(
@@ -95,17 +189,36 @@ absl::Status ValidateShape(const Batch& batch, const Options& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown deviation ", static_cast<int>(options.deviation)));
   }
+  RLSCORE_RETURN_IF_ERROR(ValidateComponentsShape(batch, options));
+  if (!batch.accuracy.empty() && batch.accuracy.size() != batch.rewards.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("accuracy has ", batch.accuracy.size(),
+                                                   " entries; expected none or one per ",
+                                                   "reward (", batch.rewards.size(), ")"));
+  }
+  const KeepBand& band = options.keep_band;
+  if (band.enabled && !(std::isfinite(band.lo) && std::isfinite(band.hi) && band.lo <= band.hi)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("keep_band must have finite lo <= hi, got [", band.lo, ", ", band.hi, "]"));
+  }
   return absl::OkStatus();
 }
 
 absl::Status Compute(const Batch& batch, const Options& options, std::span<double> advantages,
                      std::span<GroupStats> groups, BatchSummary* summary) {
   RLSCORE_RETURN_IF_ERROR(ValidateShape(batch, options));
+  if (options.estimator == Estimator::kGdpo) RLSCORE_RETURN_IF_ERROR(CheckComponents(batch));
+  // The CPU-only estimators start as Dr. GRPO: the group statistics, zero-variance decisions and
+  // r - μ they are finished from.
+  Options stage_one = options;
+  if (!HasCudaKernel(options.estimator)) stage_one.estimator = Estimator::kDrGrpo;
   const reference::Failure failure =
-      reference::ComputeInterleaved(batch, options, advantages, groups, summary);
+      reference::ComputeInterleaved(batch, stage_one, advantages, groups, summary);
   switch (failure.kind) {
     case reference::Failure::Kind::kNone:
-      return absl::OkStatus();
+      if (!HasCudaKernel(options.estimator)) {
+        RLSCORE_RETURN_IF_ERROR(FinishCpuEstimator(batch, options, advantages, groups, summary));
+      }
+      return ApplyKeepBand(batch, options, groups);
     case reference::Failure::Kind::kGroupNotFinite: {
       size_t offset = 0;
       for (size_t g = 0; g < failure.group; ++g) offset += batch.group_sizes[g];
@@ -126,6 +239,53 @@ absl::StatusOr<Result> Compute(const Batch& batch, const Options& options) {
   RLSCORE_RETURN_IF_ERROR(
       Compute(batch, options, result.advantages, result.groups, &result.summary));
   return result;
+}
+
+absl::Status ApplyKeepBand(const Batch& batch, const Options& options,
+                           std::span<GroupStats> groups) {
+  size_t offset = 0;
+  for (size_t g = 0; g < batch.group_sizes.size(); ++g) {
+    const size_t size = batch.group_sizes[g];
+    GroupStats& st = groups[g];
+    st.outside_keep_band = false;
+    if (options.keep_band.enabled && st.scorable > 0) {
+      RLSCORE_ASSIGN_OR_RETURN(const double mean, MeanAccuracy(batch, st, g, offset, size));
+      // Both ends inclusive.
+      st.outside_keep_band = !(options.keep_band.lo <= mean && mean <= options.keep_band.hi);
+    }
+    offset += size;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<double>> WeightedRowSums(std::span<const double> components,
+                                                    uint32_t num_components,
+                                                    std::span<const double> weights) {
+  RLSCORE_RETURN_IF_ERROR(ValidateMatrix(components.size(), num_components, weights, nullptr));
+  std::vector<double> sums(components.size() / num_components);
+  for (size_t i = 0; i < sums.size(); ++i) {
+    double r = 0.0;
+    for (size_t k = 0; k < num_components; ++k)
+      r += weights[k] * components[i * num_components + k];
+    sums[i] = r;
+  }
+  return sums;
+}
+
+absl::StatusOr<Result> ComputeGdpo(std::span<const double> components, uint32_t num_components,
+                                   std::span<const double> weights,
+                                   std::span<const uint32_t> group_sizes,
+                                   std::span<const Outcome> outcomes, Options options) {
+  RLSCORE_ASSIGN_OR_RETURN(const std::vector<double> rewards,
+                           WeightedRowSums(components, num_components, weights));
+  options.estimator = Estimator::kGdpo;
+  return Compute({.rewards = rewards,
+                  .group_sizes = group_sizes,
+                  .outcomes = outcomes,
+                  .components = components,
+                  .num_components = num_components,
+                  .component_weights = weights},
+                 options);
 }
 
 namespace {

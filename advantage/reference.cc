@@ -594,6 +594,9 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
         break;
       case Estimator::kDrGrpo:
       case Estimator::kBatchNormalized:
+      case Estimator::kReinforcePlusPlusBaseline:
+      case Estimator::kGrpoPassK:
+      case Estimator::kGdpo:
         break;
     }
     const U normal = state.normal[c] & S::Finite(m2) &

@@ -88,12 +88,17 @@ RLSCORE_HOST_DEVICE inline Moments Merge(const Moments& a, const Moments& b) {
 //   Dr. GRPO          1              (exact: r - μ)
 //   RLOO              n/(n - 1)      (r - (S - r)/(n - 1), without the cancellation in S - r)
 //   batch-normalised  1/σ_batch
+// The CPU-only estimators (HasCudaKernel false) are never computed here: advantage.cc runs their
+// first stage as Dr. GRPO (factor 1) and finishes them itself.
 RLSCORE_HOST_DEVICE inline double Factor(Estimator estimator, double group_std, uint32_t scorable,
                                          double batch_std) {
   switch (estimator) {
     case Estimator::kGrpo:
       return 1.0 / group_std;
     case Estimator::kDrGrpo:
+    case Estimator::kReinforcePlusPlusBaseline:
+    case Estimator::kGrpoPassK:
+    case Estimator::kGdpo:
       return 1.0;
     case Estimator::kRloo: {
       const double n = static_cast<double>(scorable);
@@ -170,7 +175,8 @@ struct Failure {
 
 // The whole computation of advantage::Compute (advantage.h) on the CPU, without validation, one
 // group at a time: the plain statement of the arithmetic, which ComputeInterleaved (what Compute
-// runs) and the CUDA path match bit for bit.
+// runs) and the CUDA path match bit for bit. For the estimators without a CUDA kernel it computes
+// Dr. GRPO's r - μ (their first stage; advantage.cc finishes them) and ignores the keep band.
 // REQUIRES: the shape and options are valid (advantage::ValidateShape), advantages.size() ==
 // batch.rewards.size(), groups.size() == batch.group_sizes.size(), summary != nullptr.
 // Thread-safe: touches nothing but its arguments.

@@ -13,13 +13,33 @@
 
 namespace rlscore::advantage {
 
-// Which group-relative estimator turns rewards into advantages.
+// Which group-relative estimator turns rewards into advantages (docs/DESIGN.md §4). The first four
+// have one canonical arithmetic (reference.h) shared with the CUDA module; the last three are
+// computed on the CPU only (HasCudaKernel).
 enum class Estimator : uint8_t {
   kGrpo = 0,         // (r - μ) / σ                    — Shao et al. 2024 (DeepSeekMath)
   kDrGrpo = 1,       // r - μ                          — Liu et al. 2025 ("GRPO done right")
   kRloo = 2,         // r - mean of the other members  — Ahmadian et al. 2024
   kBatchNormalized,  // (r - μ_group) / σ_batch        — REINFORCE++-style batch scaling
+  // a = r - μ_group, then whitened over the batch: (a - mean_batch(a)) / σ_batch(a), σ of the
+  // centred values — REINFORCE++-baseline, Hu 2025, arXiv:2501.03262 (verl
+  // `reinforce_plus_plus_baseline`).
+  kReinforcePlusPlusBaseline = 4,
+  // (r_max - r_second_max) / σ for the best of the group, 0 for the others — pass@k,
+  // arXiv:2503.19595 as verl implements it (`grpo_passk`).
+  kGrpoPassK = 5,
+  // Σ_k w_k (c_k - μ_k) / σ_k over reward components, then (s - mean_batch) / σ_batch — GDPO
+  // ("Group reward-Decoupled Normalization Policy Optimization"), as TRL's GRPOTrainer does it with
+  // multi_objective_aggregation="normalize_then_sum". Needs Batch::components.
+  kGdpo = 6,
 };
+
+// Whether `e` has a kernel in the CUDA module (gpu/) and the canonical order of reference.h.
+// The others always run on the CPU, whatever backend is asked.
+constexpr bool HasCudaKernel(Estimator e) {
+  return e == Estimator::kGrpo || e == Estimator::kDrGrpo || e == Estimator::kRloo ||
+         e == Estimator::kBatchNormalized;
+}
 
 // The deviation σ: sample (n - 1, like torch.std) or population (n).
 enum class Deviation : uint8_t { kSample = 0, kPopulation = 1 };
@@ -51,11 +71,23 @@ inline constexpr int kNumZeroVarianceCauses = 8;
 // τ of docs/DESIGN.md §4.
 inline constexpr double kDefaultZeroVarianceThreshold = 1e-8;
 
+// The band-pass keep filter (the accuracy-band group filter of verl and OpenRLHF): a group is kept
+// only when it has signal and lo <= its mean accuracy <= hi. It changes no advantage, only
+// GroupStats::keep(). Mean accuracy, over the group's scorable entries: of Batch::accuracy when
+// given; else of the outcomes (correct 1, wrong or truncated 0) when every scorable outcome of the
+// group is one of those; else the group's mean reward.
+struct KeepBand {
+  bool enabled = false;
+  double lo = 0.0;  // finite, lo <= hi
+  double hi = 1.0;
+};
+
 struct Options {
   Estimator estimator = Estimator::kGrpo;
   Deviation deviation = Deviation::kSample;
-  // τ: a group whose σ is below this is clamped. Must be finite and >= 0.
+  // τ: a σ below this is clamped, at every normalisation. Must be finite and >= 0.
   double zero_variance_threshold = kDefaultZeroVarianceThreshold;
+  KeepBand keep_band;
 };
 
 // The input, borrowed from the caller for the duration of one call.
@@ -63,6 +95,13 @@ struct Batch {
   std::span<const double> rewards;        // all groups back to back
   std::span<const uint32_t> group_sizes;  // each > 0; they sum to rewards.size()
   std::span<const Outcome> outcomes;      // empty, or one per reward
+  // Estimator::kGdpo only (empty otherwise): the reward components, row-major
+  // [rewards.size() × num_components], and one finite weight per component.
+  std::span<const double> components = {};
+  uint32_t num_components = 0;
+  std::span<const double> component_weights = {};
+  // Read by the keep band only: empty, or one accuracy per reward (finite where scorable).
+  std::span<const double> accuracy = {};
 };
 
 // Statistics of one group, over its scorable entries.
@@ -71,10 +110,13 @@ struct GroupStats {
   double std = 0.0;       // σ under Options::deviation; 0 with fewer than two scorable entries
   uint32_t scorable = 0;  // entries that entered the statistics
   ZeroVarianceCause cause = ZeroVarianceCause::kNone;
+  // The keep band is on and the group's mean accuracy lies outside it (KeepBand).
+  bool outside_keep_band = false;
 
   bool zero_variance() const { return cause != ZeroVarianceCause::kNone; }
-  // DAPO dynamic sampling: a group without signal is not worth a gradient step.
-  bool keep() const { return cause == ZeroVarianceCause::kNone; }
+  // DAPO dynamic sampling: a group without signal is not worth a gradient step; nor, with a keep
+  // band, one whose accuracy is outside the band.
+  bool keep() const { return cause == ZeroVarianceCause::kNone && !outside_keep_band; }
 };
 
 struct BatchSummary {

@@ -1,8 +1,11 @@
 #include "engine/advantage_mapping.h"
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -23,6 +26,15 @@ absl::Status ApplyAdvantageOptions(const v1::AdvantageOptions& in, advantage::Op
       break;
     case v1::ESTIMATOR_BATCH_NORMALIZED:
       out->estimator = advantage::Estimator::kBatchNormalized;
+      break;
+    case v1::ESTIMATOR_REINFORCE_PP_BASELINE:
+      out->estimator = advantage::Estimator::kReinforcePlusPlusBaseline;
+      break;
+    case v1::ESTIMATOR_GRPO_PASSK:
+      out->estimator = advantage::Estimator::kGrpoPassK;
+      break;
+    case v1::ESTIMATOR_GDPO:
+      out->estimator = advantage::Estimator::kGdpo;
       break;
     default:
       return absl::InvalidArgumentError(absl::StrCat("estimator: unknown value ", in.estimator()));
@@ -47,6 +59,15 @@ absl::Status ApplyAdvantageOptions(const v1::AdvantageOptions& in, advantage::Op
     }
     out->zero_variance_threshold = tau;
   }
+  if (in.has_keep_band()) {
+    const double lo = in.keep_band().lo();
+    const double hi = in.keep_band().hi();
+    if (!(std::isfinite(lo) && std::isfinite(hi) && lo <= hi)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("keep_band must have finite lo <= hi, got [", lo, ", ", hi, "]"));
+    }
+    out->keep_band = {.enabled = true, .lo = lo, .hi = hi};
+  }
   return absl::OkStatus();
 }
 
@@ -64,10 +85,24 @@ void AdvantageOptionsToProto(const advantage::Options& in, v1::AdvantageOptions*
     case advantage::Estimator::kBatchNormalized:
       out->set_estimator(v1::ESTIMATOR_BATCH_NORMALIZED);
       break;
+    case advantage::Estimator::kReinforcePlusPlusBaseline:
+      out->set_estimator(v1::ESTIMATOR_REINFORCE_PP_BASELINE);
+      break;
+    case advantage::Estimator::kGrpoPassK:
+      out->set_estimator(v1::ESTIMATOR_GRPO_PASSK);
+      break;
+    case advantage::Estimator::kGdpo:
+      out->set_estimator(v1::ESTIMATOR_GDPO);
+      break;
   }
   out->set_deviation(in.deviation == advantage::Deviation::kSample ? v1::DEVIATION_SAMPLE
                                                                    : v1::DEVIATION_POPULATION);
   out->set_zero_variance_threshold(in.zero_variance_threshold);
+  // Only when on: a profile without a band keeps the hash it had before bands existed.
+  if (in.keep_band.enabled) {
+    out->mutable_keep_band()->set_lo(in.keep_band.lo);
+    out->mutable_keep_band()->set_hi(in.keep_band.hi);
+  }
 }
 
 absl::Status MapComputeAdvantagesRequest(const v1::ComputeAdvantagesRequest& request,
@@ -105,6 +140,23 @@ absl::Status MapComputeAdvantagesRequest(const v1::ComputeAdvantagesRequest& req
   call->batch.group_sizes =
       std::span<const uint32_t>(request.group_sizes().data(), request.group_sizes_size());
   call->batch.outcomes = call->outcomes;
+  call->batch.components =
+      std::span<const double>(request.components().data(), request.components_size());
+  call->batch.num_components = request.num_components();
+  call->batch.component_weights =
+      std::span<const double>(request.component_weights().data(), request.component_weights_size());
+  call->batch.accuracy =
+      std::span<const double>(request.accuracy().data(), request.accuracy_size());
+  call->rewards.clear();
+  if (call->options.estimator == advantage::Estimator::kGdpo && request.rewards_size() == 0 &&
+      request.components_size() > 0) {
+    // GDPO from components alone: the rewards its statistics describe are the weighted sums.
+    absl::StatusOr<std::vector<double>> sums = advantage::WeightedRowSums(
+        call->batch.components, call->batch.num_components, call->batch.component_weights);
+    if (!sums.ok()) return sums.status();
+    call->rewards = *std::move(sums);
+    call->batch.rewards = call->rewards;
+  }
   return absl::OkStatus();
 }
 

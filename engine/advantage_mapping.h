@@ -30,12 +30,14 @@ absl::Status ApplyAdvantageOptions(const v1::AdvantageOptions& in, advantage::Op
 // Every field set, so a printed config shows the effective values.
 void AdvantageOptionsToProto(const advantage::Options& in, v1::AdvantageOptions* out);
 
-// A ComputeAdvantages request, mapped. `batch` borrows from the request and from `outcomes`:
-// neither may move or change while it is used.
+// A ComputeAdvantages request, mapped. `batch` borrows from the request, from `outcomes` and
+// from `rewards`: none may move or change while it is used.
 struct AdvantageCall {
   advantage::Batch batch;
   advantage::Options options;
   std::vector<advantage::Outcome> outcomes;
+  // GDPO requests with components and no rewards: the rows' weighted sums (WeightedRowSums).
+  std::vector<double> rewards;
 };
 
 // Checks `request` against `limits` (RESOURCE_EXHAUSTED naming the limit) and maps it

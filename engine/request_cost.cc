@@ -91,14 +91,20 @@ uint64_t ComputeAdvantagesBytes(google::protobuf::io::CodedInputStream* in, uint
   const uint64_t n = counts[1] / 8;     // rewards: doubles
   const uint64_t groups = counts[2];    // group_sizes: varints, at most one per byte
   const uint64_t outcomes = counts[3];  // outcomes: varints
+  // GDPO's components and weights, and the keep band's accuracies: doubles.
+  const uint64_t components = counts[7] / 8;
+  const uint64_t others = (counts[9] + counts[10]) / 8;
   // At its peak the call holds the parsed request (varint fields grow by doubling; outcomes are
   // also mapped to one byte each), the group statistics and the answer (AdvantagesAnswer's
   // capacity: scorable counts of up to 5 bytes). The request's own bytes are freed while it is
-  // parsed, before any of the latter is allocated.
-  const uint64_t parsed = 8 * n + 8 * groups + 9 * outcomes;
+  // parsed, before any of the latter is allocated. GDPO adds its scratch and, without rewards,
+  // the rewards it derives: one double per completion each, at most one per component; its
+  // answer has one advantage per completion, at most one per component.
+  const uint64_t parsed = 8 * n + 8 * groups + 9 * outcomes + 8 * components + 8 * others;
+  const uint64_t gdpo = 16 * components;
   const uint64_t stats = 24 * groups;
-  const uint64_t answer = 8 * n + 23 * groups + 1024;
-  return std::max(wire, parsed + stats + answer);
+  const uint64_t answer = 8 * std::max(n, components) + 23 * groups + 1024;
+  return std::max(wire, parsed + gdpo + stats + answer);
 }
 
 uint64_t ScoringBytes(google::protobuf::io::CodedInputStream* in, uint64_t wire,

@@ -9,8 +9,9 @@
 // allocations, with the wire bytes released as the request is parsed (scoring_service.cc) and the
 // ComputeAdvantages answer written straight into its wire form (advantage_mapping.h):
 //
-//   ComputeAdvantages  n rewards, G groups, O outcomes:
-//                      parsed 8n + 8G + 8O (+ O mapped), GroupStats 24G, answer 8n + 23G
+//   ComputeAdvantages  n rewards, G groups, O outcomes, C GDPO components, A weights and
+//                      accuracies: parsed 8n + 8G + 8O (+ O mapped) + 8C + 8A, GDPO's scratch
+//                      and derived rewards 16C, GroupStats 24G, answer 8·max(n, C) + 23G
 //   ScoreGroups/Score  the wire bytes twice (the parsed strings, then the answer's copies of what
 //                      echoes them) + kBytesPerCompletion per completion
 //

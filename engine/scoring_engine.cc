@@ -218,19 +218,35 @@ absl::Status RunScoreGroups(const ScoringContext& context, const v1::ScoreGroups
   }
 
   // Rewards and outcomes, flat in request order; then the advantage engine.
+  // GDPO reads the four reward components before weighting, with the profile's weights (their
+  // weighted sum is the total); the keep band reads the accuracy components.
+  const bool gdpo = options.estimator == advantage::Estimator::kGdpo;
   std::vector<double> rewards;
   std::vector<advantage::Outcome> outcomes;
+  std::vector<double> components;
+  std::vector<double> accuracy;
   for (const auto& group : scores) {
     for (const scorers::CompletionScore& s : group) {
       rewards.push_back(s.total);
       outcomes.push_back(OutcomeOf(s));
+      if (gdpo) components.insert(components.end(), {s.accuracy, s.format, s.repetition, s.length});
+      if (options.keep_band.enabled) accuracy.push_back(s.accuracy);
     }
+  }
+  const scorers::Weights& w = profile->reward.weights;
+  const std::vector<double> weights = {w.accuracy, w.format, w.repetition, w.length};
+  advantage::Batch batch{
+      .rewards = rewards, .group_sizes = group_sizes, .outcomes = outcomes, .accuracy = accuracy};
+  if (gdpo) {
+    batch.components = components;
+    batch.num_components = static_cast<uint32_t>(weights.size());
+    batch.component_weights = weights;
   }
   std::vector<advantage::GroupStats> stats(num_groups);
   advantage::BatchSummary summary;
   const absl::StatusOr<std::string_view> served = context.backend->Compute(
-      {.rewards = rewards, .group_sizes = group_sizes, .outcomes = outcomes}, options,
-      PrepareAdvantages(rewards.size(), response->mutable_advantages()), stats, &summary);
+      batch, options, PrepareAdvantages(rewards.size(), response->mutable_advantages()), stats,
+      &summary);
   if (!served.ok()) return served.status();
 
   response->mutable_rewards()->Add(rewards.begin(), rewards.end());

@@ -206,6 +206,7 @@ __global__ void __launch_bounds__(kBlockThreads)
       stats.std = std;
       stats.scorable = n;
       stats.cause = cause;
+      stats.outside_keep_band = false;  // the host applies the keep band
       moments[local] = Moments{n, mean, m2};
       atomicAdd(&unscorable, size - n);
       if (write_advantages) atomicAdd(&causes[static_cast<int>(cause)], 1u);

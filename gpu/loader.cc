@@ -55,6 +55,11 @@ class CudaBackend final : public advantage::Backend {
                                            std::span<advantage::GroupStats> groups,
                                            advantage::BatchSummary* summary) override {
     RLSCORE_RETURN_IF_ERROR(advantage::ValidateShape(batch, options));
+    if (!advantage::HasCudaKernel(options.estimator)) {
+      // REINFORCE++-baseline, pass@k and GDPO have no kernel: the CPU computes them, and says so.
+      RLSCORE_RETURN_IF_ERROR(advantage::Compute(batch, options, advantages, groups, summary));
+      return "cpu";
+    }
     RlscoreGpuBatch in{};
     in.rewards = batch.rewards.data();
     in.num_rewards = batch.rewards.size();
@@ -69,6 +74,8 @@ class CudaBackend final : public advantage::Backend {
     char error[512] = {};
     switch (module_.compute(gpu_, &in, &out, error, sizeof error)) {
       case RLSCORE_GPU_OK:
+        // The keep band is a pass over the group statistics on the host.
+        RLSCORE_RETURN_IF_ERROR(advantage::ApplyKeepBand(batch, options, groups));
         return "cuda";
       case RLSCORE_GPU_NOT_FINITE:
         // The CPU names the offending value with the very message it always gives.
@@ -160,7 +167,10 @@ std::string_view DispatchingBackend::Name() const {
 absl::StatusOr<std::string_view> DispatchingBackend::Compute(
     const advantage::Batch& batch, const advantage::Options& options, std::span<double> advantages,
     std::span<advantage::GroupStats> groups, advantage::BatchSummary* summary) {
-  if (accelerated_ != nullptr && batch.rewards.size() >= options_.min_rewards) {
+  // The estimators without a CUDA kernel go to the CPU whatever the size: a documented CPU-only
+  // path, not a fallback (no warning, no on_fallback).
+  if (accelerated_ != nullptr && advantage::HasCudaKernel(options.estimator) &&
+      batch.rewards.size() >= options_.min_rewards) {
     absl::StatusOr<std::string_view> served =
         accelerated_->Compute(batch, options, advantages, groups, summary);
     if (served.ok() || served.status().code() == absl::StatusCode::kInvalidArgument) {

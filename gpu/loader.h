@@ -40,9 +40,10 @@ std::string DefaultModulePath();
 // version differs), UNAVAILABLE (no usable device, with CUDA's message).
 //
 // The backend computes exactly what advantage::Compute computes (bit-identical, see
-// advantage/reference.h). A batch with a NaN or ±Inf is recomputed on the CPU, which returns the
-// same INVALID_ARGUMENT naming the value; a CUDA failure is UNAVAILABLE. Thread-safe (calls are
-// serialised on the device).
+// advantage/reference.h); the keep band is applied on the host, and the estimators without a
+// kernel are computed on the CPU (the backend then answers "cpu"). A batch with a NaN or ±Inf is
+// recomputed on the CPU, which returns the same INVALID_ARGUMENT naming the value; a CUDA failure
+// is UNAVAILABLE. Thread-safe (calls are serialised on the device).
 absl::StatusOr<std::unique_ptr<advantage::Backend>> LoadCudaBackend(const std::string& path);
 
 struct DispatchOptions {
@@ -53,7 +54,9 @@ struct DispatchOptions {
   std::function<void(const absl::Status&)> on_fallback;
 };
 
-// Sends batches of at least min_rewards rewards to `accelerated` and the rest to `cpu`. When the
+// Sends batches of at least min_rewards rewards to `accelerated` and the rest to `cpu`; the
+// estimators without a CUDA kernel (advantage::HasCudaKernel: REINFORCE++-baseline, GRPO pass@k,
+// GDPO) always go to `cpu`, as a documented CPU-only path rather than a fallback. When the
 // accelerated backend fails for any reason but the caller's input (INVALID_ARGUMENT), the batch is
 // computed on the CPU instead, logged as a warning and reported to on_fallback: a caller never
 // sees the GPU's trouble. Thread-safe when both backends are.

@@ -155,6 +155,8 @@ int Compute(RlscoreGpu* gpu, const RlscoreGpuBatch& in, const RlscoreGpuOutput& 
     SetError(error, error_size, "batch too large for the GPU path (2^32 rewards, 2^31 groups)");
     return RLSCORE_GPU_TOO_LARGE;
   }
+  // The kernels' estimators are 0 to kBatchNormalized; the others (advantage::HasCudaKernel) never
+  // come here: the host computes them on the CPU.
   if (in.estimator < 0 ||
       in.estimator > static_cast<int32_t>(advantage::Estimator::kBatchNormalized) ||
       in.deviation < 0 || in.deviation > static_cast<int32_t>(advantage::Deviation::kPopulation)) {

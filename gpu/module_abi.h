@@ -21,7 +21,8 @@ extern "C" {
 #endif
 
 // Bumped whenever a struct below, GroupStats or BatchSummary changes.
-#define RLSCORE_GPU_ABI_VERSION 1
+// 2: GroupStats gained outside_keep_band (in what was padding; the host sets it).
+#define RLSCORE_GPU_ABI_VERSION 2
 
 // The module is built with hidden visibility; only these functions are exported.
 #define RLSCORE_GPU_EXPORT __attribute__((visibility("default")))

@@ -96,21 +96,41 @@ class Engine {
 
   // Advantages of `rewards` (float64, read in place) in groups of `group_sizes`, with the engine's
   // defaults overridden by `options_bytes` (a serialized rlscore.v1.AdvantageOptions) and
-  // `outcomes` (uint8 rlscore.v1 outcome values, or empty). Returns (advantages, mean, std,
-  // zero-variance cause per group, summary bytes).
+  // `outcomes` (uint8 rlscore.v1 outcome values, or empty). GDPO reads `components` (flat,
+  // row-major [rewards x num_components]) and `component_weights`; with no rewards they are the
+  // rows' weighted sums. The keep band reads `accuracy` (empty, or one per reward). Returns
+  // (advantages, mean, std, zero-variance cause per group, summary bytes, keep per group).
   py::tuple ComputeAdvantages(
       const py::array_t<double, py::array::c_style | py::array::forcecast>& rewards,
       const py::array_t<uint32_t, py::array::c_style | py::array::forcecast>& group_sizes,
       const py::bytes& options_bytes,
-      const py::array_t<uint8_t, py::array::c_style | py::array::forcecast>& outcomes) const {
-    if (rewards.ndim() != 1 || group_sizes.ndim() != 1 || outcomes.ndim() != 1) {
+      const py::array_t<uint8_t, py::array::c_style | py::array::forcecast>& outcomes,
+      const py::array_t<double, py::array::c_style | py::array::forcecast>& components,
+      uint32_t num_components,
+      const py::array_t<double, py::array::c_style | py::array::forcecast>& component_weights,
+      const py::array_t<double, py::array::c_style | py::array::forcecast>& accuracy) const {
+    if (rewards.ndim() != 1 || group_sizes.ndim() != 1 || outcomes.ndim() != 1 ||
+        components.ndim() != 1 || component_weights.ndim() != 1 || accuracy.ndim() != 1) {
       ThrowIfError(absl::InvalidArgumentError(
-          "rewards, group_sizes and outcomes must be one-dimensional arrays"));
+          "rewards, group_sizes, outcomes, components, component_weights and accuracy must be "
+          "one-dimensional arrays"));
     }
     const auto proto_options = ParseOrThrow<v1::AdvantageOptions>(options_bytes, "the options");
     advantage::Options options = engine_.options().advantage;
     ThrowIfError(engine::ApplyAdvantageOptions(proto_options, &options));
-    const size_t n = static_cast<size_t>(rewards.size());
+    const std::span<const double> component_values(components.data(),
+                                                   static_cast<size_t>(components.size()));
+    const std::span<const double> weight_values(component_weights.data(),
+                                                static_cast<size_t>(component_weights.size()));
+    std::vector<double> derived;  // GDPO from components alone, as ComputeAdvantages does
+    if (options.estimator == advantage::Estimator::kGdpo && rewards.size() == 0 &&
+        !component_values.empty()) {
+      absl::StatusOr<std::vector<double>> sums =
+          advantage::WeightedRowSums(component_values, num_components, weight_values);
+      ThrowIfError(sums.status());
+      derived = *std::move(sums);
+    }
+    const size_t n = derived.empty() ? static_cast<size_t>(rewards.size()) : derived.size();
     const size_t g = static_cast<size_t>(group_sizes.size());
     std::vector<advantage::Outcome> outcome_values(static_cast<size_t>(outcomes.size()));
     for (size_t i = 0; i < outcome_values.size(); ++i) {
@@ -120,20 +140,30 @@ class Engine {
     py::array_t<double> means(static_cast<py::ssize_t>(g));
     py::array_t<double> stds(static_cast<py::ssize_t>(g));
     py::array_t<uint8_t> causes(static_cast<py::ssize_t>(g));
+    py::array_t<bool> keep(static_cast<py::ssize_t>(g));
     // Pointers taken with the GIL held: the arrays stay alive, referenced by this frame.
-    const std::span<const double> reward_values(rewards.data(), n);
+    const std::span<const double> reward_values =
+        derived.empty() ? std::span<const double>(rewards.data(), n) : derived;
+    const std::span<const double> accuracy_values(accuracy.data(),
+                                                  static_cast<size_t>(accuracy.size()));
     const std::span<const uint32_t> sizes(group_sizes.data(), g);
     const std::span<double> out(advantages.mutable_data(), n);
     double* const mean_out = means.mutable_data();
     double* const std_out = stds.mutable_data();
     uint8_t* const cause_out = causes.mutable_data();
+    bool* const keep_out = keep.mutable_data();
     std::string summary_bytes;
     {
       py::gil_scoped_release release;
       std::vector<advantage::GroupStats> groups(g);
       advantage::BatchSummary summary;
-      const advantage::Batch batch{
-          .rewards = reward_values, .group_sizes = sizes, .outcomes = outcome_values};
+      const advantage::Batch batch{.rewards = reward_values,
+                                   .group_sizes = sizes,
+                                   .outcomes = outcome_values,
+                                   .components = component_values,
+                                   .num_components = num_components,
+                                   .component_weights = weight_values,
+                                   .accuracy = accuracy_values};
       const absl::StatusOr<std::string_view> served =
           engine_.backend().Compute(batch, options, out, groups, &summary);
       ThrowIfError(served.status());
@@ -141,12 +171,13 @@ class Engine {
         mean_out[i] = groups[i].mean;
         std_out[i] = groups[i].std;
         cause_out[i] = static_cast<uint8_t>(groups[i].cause);
+        keep_out[i] = groups[i].keep();
       }
       v1::BatchSummary proto_summary;
       engine::FillBatchSummary(summary, &proto_summary);
       proto_summary.SerializeToString(&summary_bytes);
     }
-    return py::make_tuple(advantages, means, stds, causes, py::bytes(summary_bytes));
+    return py::make_tuple(advantages, means, stds, causes, py::bytes(summary_bytes), keep);
   }
 
   // The hash of `profile` ("" is the default), as ScoreGroups reports it.

@@ -69,11 +69,9 @@ class Advantages(NamedTuple):
     std: Any  # float64[groups]
     zero_variance_cause: Any  # uint8[groups], ZeroVarianceCause values
     summary: advantage_pb2.BatchSummary
-
-    @property
-    def keep(self) -> Any:
-        """bool[groups]: the groups with signal (DAPO's dynamic-sampling filter)."""
-        return self.zero_variance_cause == ZeroVarianceCause.NONE
+    # bool[groups]: the groups with signal (DAPO's dynamic-sampling filter) and, with a keep band,
+    # a mean accuracy inside it.
+    keep: Any
 
 
 def _config_text(config: ConfigLike) -> str:
@@ -141,9 +139,9 @@ class Engine:
         Each group is an rlscore.v1.Group or a dict such as {"reference": "42", "completions":
         ["<think>...</think> \\boxed{42}", {"text": ..., "num_tokens": 812, "finished": True}]}
         (rlscore_client.Client.score_groups lists every key); `advantage` overrides the
-        profile's estimator, deviation or zero_variance_threshold. `run_id`, `step` and
-        `timeout` are accepted for the Client's signature: in process there is no run telemetry
-        and no deadline.
+        profile's estimator, deviation, zero_variance_threshold or keep_band ((lo, hi)).
+        `run_id`, `step` and `timeout` are accepted for the Client's signature: in process there
+        is no run telemetry and no deadline.
 
         Raises rlscore.Error: INVALID_ARGUMENT naming the group and completion, NOT_FOUND for an
         unknown profile, RESOURCE_EXHAUSTED for a limit of the configuration.
@@ -173,19 +171,48 @@ class Engine:
                            outcomes: Optional[Iterable[Union[int, str]]] = None,
                            estimator: Union[None, int, str] = None,
                            deviation: Union[None, int, str] = None,
-                           zero_variance_threshold: Optional[float] = None) -> Advantages:
+                           zero_variance_threshold: Optional[float] = None,
+                           components: Any = None,
+                           component_weights: Any = None,
+                           accuracy: Any = None,
+                           keep_band: Optional[Sequence[float]] = None) -> Advantages:
         """Group-relative advantages of packed `rewards` (anything numpy reads as float64: a
         float64 array is read in place) in groups of `group_sizes`, with the zero-variance clamp.
 
         `outcomes`, one per reward, name what is known of each completion ("correct", "wrong",
         "truncated", "unscorable", or rlscore.v1.Outcome values): an unscorable entry is left out
-        of its group's statistics, the others only name a clamped group's cause. `estimator`,
-        `deviation` and `zero_variance_threshold` override the configuration's defaults.
+        of its group's statistics, the others only name a clamped group's cause. `estimator`
+        ("grpo", "dr_grpo", "rloo", "batch_normalized", "reinforce_pp_baseline", "grpo_passk",
+        "gdpo"), `deviation` and `zero_variance_threshold` override the configuration's defaults.
+
+        GDPO reads `components`, a [completions x K] matrix of reward components (a 2-D array,
+        like TRL's rewards_per_func), and `component_weights` (K values, default all 1); `rewards`
+        may then be None: each completion's reward is the weighted sum of its components.
+        `keep_band=(lo, hi)` keeps only the groups with signal whose mean accuracy is in
+        [lo, hi]: of `accuracy` (one per reward) when given, else of the outcomes, else the mean
+        reward. It changes `keep`, never an advantage.
 
         Raises rlscore.Error INVALID_ARGUMENT naming the group and position of a NaN or infinite
-        reward, or a bad shape (sizes that do not sum to the rewards, an empty group).
+        reward, component or accuracy, or a bad shape (sizes that do not sum to the rewards, an
+        empty group, a components matrix that does not match the rewards or the weights).
         """
         import numpy
+        if components is not None:
+            matrix = numpy.asarray(components, dtype=numpy.float64)
+            if matrix.ndim != 2:
+                raise ValueError("components: expected a [completions x K] matrix, got %d "
+                                 "dimension(s)" % matrix.ndim)
+            num_components = matrix.shape[1]
+            component_values = numpy.ascontiguousarray(matrix).reshape(-1)
+            weight_values = (numpy.ones(num_components) if component_weights is None else
+                             numpy.asarray(component_weights, dtype=numpy.float64).reshape(-1))
+        else:
+            num_components = 0
+            component_values = numpy.zeros(0)
+            weight_values = (numpy.zeros(0) if component_weights is None else
+                             numpy.asarray(component_weights, dtype=numpy.float64).reshape(-1))
+        if rewards is None:
+            rewards = numpy.zeros(0)
         options = advantage_pb2.AdvantageOptions()
         if estimator is not None:
             options.estimator = _enum(advantage_pb2.Estimator, "ESTIMATOR_", estimator,
@@ -195,6 +222,11 @@ class Engine:
                                       "deviation")
         if zero_variance_threshold is not None:
             options.zero_variance_threshold = float(zero_variance_threshold)
+        if keep_band is not None:
+            lo, hi = keep_band
+            options.keep_band.lo, options.keep_band.hi = float(lo), float(hi)
+        accuracy_values = (numpy.zeros(0) if accuracy is None else
+                           numpy.asarray(accuracy, dtype=numpy.float64))
         outcome_values = numpy.zeros(0, dtype=numpy.uint8)
         if outcomes is not None:
             outcome_values = numpy.fromiter(
@@ -203,11 +235,12 @@ class Engine:
         sizes = numpy.asarray(group_sizes)
         if sizes.size and (sizes.min() < 0 or sizes.max() > 0xFFFFFFFF):
             raise ValueError("group_sizes: every size must be in [0, 2^32)")
-        advantages, mean, std, causes, summary = self._engine.compute_advantages(
+        advantages, mean, std, causes, summary, keep = self._engine.compute_advantages(
             numpy.asarray(rewards, dtype=numpy.float64), sizes.astype(numpy.uint32, copy=False),
-            options.SerializeToString(), outcome_values)
+            options.SerializeToString(), outcome_values, component_values, num_components,
+            weight_values, accuracy_values)
         return Advantages(advantages, mean, std, causes,
-                          advantage_pb2.BatchSummary.FromString(summary))
+                          advantage_pb2.BatchSummary.FromString(summary), keep)
 
 
 _default_lock = threading.Lock()

@@ -58,6 +58,15 @@ std::string OptionsName(const Options& o) {
     case Estimator::kBatchNormalized:
       est = "batch_normalized";
       break;
+    case Estimator::kReinforcePlusPlusBaseline:
+      est = "reinforce_pp_baseline";
+      break;
+    case Estimator::kGrpoPassK:
+      est = "grpo_passk";
+      break;
+    case Estimator::kGdpo:
+      est = "gdpo";
+      break;
   }
   return absl::StrCat(est, o.deviation == Deviation::kSample ? "/sample" : "/population",
                       " tau=", o.zero_variance_threshold);
@@ -215,6 +224,10 @@ RefValue ReferenceAdvantage(const Case& c, const Options& o, const Reference& re
       const long double sd = RefStd(ref.m2, ref.n, o.deviation);
       return {(r - g.mean) / sd, g.max_abs / sd};
     }
+    case Estimator::kReinforcePlusPlusBaseline:
+    case Estimator::kGrpoPassK:
+    case Estimator::kGdpo:
+      break;  // estimators_test.cc
   }
   return {0, 0};
 }

@@ -553,6 +553,23 @@ class SplittingTest(unittest.TestCase):
             RlscoreError, "batch-normalised", self.split.score_groups, split_groups(),
             advantage={"estimator": "batch_normalized"}))
         self.assertEqual(rpcs, 0)
+        # REINFORCE++-baseline and GDPO whiten over the whole batch too; pass@k is per group.
+        for estimator in ("reinforce_pp_baseline", "gdpo"):
+            extra = {"components": [[0.5, 1.0]] * 1000} if estimator == "gdpo" else {}
+            _, rpcs = self.count("ComputeAdvantages", lambda: self.assertRaisesRegex(
+                RlscoreError, "ESTIMATOR_", self.split.compute_advantages, [0.5] * 1000,
+                [10] * 100, estimator=estimator, **extra))
+            self.assertEqual(rpcs, 0, estimator)
+        rewards = [float(i % 3) for i in range(1000)]
+        whole = self.whole.compute_advantages(rewards, [10] * 100, estimator="grpo_passk",
+                                              accuracy=[r / 2 for r in rewards],
+                                              keep_band=(0.2, 0.8))
+        merged, rpcs = self.count("ComputeAdvantages", lambda: self.split.compute_advantages(
+            rewards, [10] * 100, estimator="grpo_passk", accuracy=[r / 2 for r in rewards],
+            keep_band=(0.2, 0.8)))
+        self.assertGreaterEqual(rpcs, 2)
+        self.assertEqual(list(merged.advantages), list(whole.advantages))
+        self.assertEqual(list(merged.groups.keep), list(whole.groups.keep))
 
     def test_a_group_over_the_limit_is_named(self):
         groups = split_groups()

@@ -310,6 +310,42 @@ TEST(Profiles, FileProfilesOverrideTheDefaultsAndHashTheirContent) {
   EXPECT_EQ(default_hash, DefaultProfiles(advantage::Options{}).Find("default").value()->hash);
 }
 
+TEST(Profiles, NewEstimatorsAndTheKeepBandComeFromTheConfig) {
+  ServerOptions options = DefaultServerOptions();
+  const absl::Status status = ApplyConfigText(
+      R"pb(
+        profiles {
+          name: "gdpo"
+          advantage {
+            estimator: ESTIMATOR_GDPO
+            keep_band { lo: 0.125 hi: 0.875 }
+          }
+        }
+        profiles {
+          name: "passk"
+          advantage { estimator: ESTIMATOR_GRPO_PASSK }
+        }
+      )pb",
+      "server.textproto", &options);
+  ASSERT_TRUE(status.ok()) << status;
+  const ServiceProfile* gdpo = options.profiles.Find("gdpo").value();
+  EXPECT_EQ(gdpo->advantage.estimator, advantage::Estimator::kGdpo);
+  EXPECT_TRUE(gdpo->advantage.keep_band.enabled);
+  EXPECT_EQ(gdpo->advantage.keep_band.lo, 0.125);
+  EXPECT_EQ(gdpo->advantage.keep_band.hi, 0.875);
+  const ServiceProfile* passk = options.profiles.Find("passk").value();
+  EXPECT_EQ(passk->advantage.estimator, advantage::Estimator::kGrpoPassK);
+  EXPECT_FALSE(passk->advantage.keep_band.enabled);
+  EXPECT_NE(gdpo->hash, passk->hash);
+
+  ServerOptions bad = DefaultServerOptions();
+  const absl::Status refused =
+      ApplyConfigText("profiles { name: \"b\" advantage { keep_band { lo: 0.9 hi: 0.1 } } }",
+                      "server.textproto", &bad);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("keep_band must have finite lo <= hi"));
+}
+
 TEST(Profiles, AstRepetitionOptions) {
   ServerOptions options = DefaultServerOptions();
   const absl::Status status = ApplyConfigText(

@@ -46,6 +46,24 @@ TEST(RequestCost, ComputeAdvantagesIsChargedByItsShapeHoweverItIsCut) {
   }
 }
 
+TEST(RequestCost, GdpoComponentsAndAccuraciesAreCharged) {
+  // 1000 completions in groups of 8 with 4 components each and no rewards, plus accuracies.
+  v1::ComputeAdvantagesRequest request;
+  for (int i = 0; i < 4000; ++i) request.add_components(i % 3);
+  for (int g = 0; g < 125; ++g) request.add_group_sizes(8);
+  request.set_num_components(4);
+  for (int k = 0; k < 4; ++k) request.add_component_weights(1.0);
+  for (int i = 0; i < 1000; ++i) request.add_accuracy(i % 2);
+  request.mutable_options()->set_estimator(v1::ESTIMATOR_GDPO);
+  const std::string wire = request.SerializeAsString();
+  // Parsed: sizes, components, weights and accuracies; GDPO's scratch and derived rewards (one
+  // double each per component, at most); the answer as if one advantage per component.
+  const uint64_t parsed = 8 * 125 + 8 * 4000 + 8 * 4 + 8 * 1000;
+  const uint64_t expected = parsed + 16 * 4000 + 24 * 125 + (8 * 4000 + 23 * 125 + 1024);
+  EXPECT_EQ(Peak(Method::kComputeAdvantages, wire, wire.size()), expected);
+  EXPECT_EQ(Peak(Method::kComputeAdvantages, wire, 7), expected);
+}
+
 TEST(RequestCost, UnpackedAndOutcomesCountToo) {
   // rewards as unpacked fixed64 fields (key 0x09) and group sizes as unpacked varints (0x10),
   // which any protobuf parser accepts; two outcomes, packed.

@@ -3,7 +3,10 @@
 
 #include <atomic>
 #include <bit>
+#include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -430,6 +433,122 @@ TEST(ScoreGroups, ExternalAccuracyAndTheRequestsEstimator) {
   EXPECT_DOUBLE_EQ(response.rewards(2), 0.6);
   const double mean = (1.1 + 0.0 + 0.6) / 3;
   EXPECT_DOUBLE_EQ(response.advantages(0), 1.1 - mean);  // Dr. GRPO: not divided by σ
+}
+
+// Four TASK_EXTERNAL groups, each completion an (accuracy, tokens) pair:
+//   0: accuracy and length vary, mean accuracy 0.5
+//   1: all correct and well-formed (accuracy and format constant), length varies; mean 1
+//   2: everything equal: zero-variance
+//   3: one correct of four, same length; mean 0.25
+v1::ScoreGroupsRequest ComponentsRequest() {
+  const std::vector<std::vector<std::pair<double, uint32_t>>> groups = {
+      {{1, 100}, {0, 100}, {1, 5000}, {0, 8000}},
+      {{1, 100}, {1, 5000}, {1, 8000}, {1, 12000}},
+      {{0.5, 100}, {0.5, 100}},
+      {{1, 100}, {0, 100}, {0, 100}, {0, 100}},
+  };
+  v1::ScoreGroupsRequest request;
+  for (const auto& completions : groups) {
+    v1::Group* group = request.add_groups();
+    group->set_task(v1::TASK_EXTERNAL);
+    for (const auto& [accuracy, tokens] : completions) {
+      v1::Completion* c = group->add_completions();
+      c->set_text("<think>code</think> def f(): pass");
+      c->set_num_tokens(tokens);
+      c->set_finished(true);
+      c->set_external_accuracy(accuracy);
+    }
+  }
+  return request;
+}
+
+TEST(ScoreGroups, GdpoNormalisesTheFourComponentsWithTheProfilesWeights) {
+  Engine engine;
+  config::v1::Profile gdpo;
+  gdpo.set_name("gdpo");
+  gdpo.mutable_weights()->set_format(2.0);
+  gdpo.mutable_weights()->set_length(0.5);
+  gdpo.mutable_advantage()->set_estimator(v1::ESTIMATOR_GDPO);
+  ASSERT_TRUE(engine.profiles.Add(gdpo, advantage::Options{}).ok());
+  v1::ScoreGroupsRequest request = ComponentsRequest();
+  request.set_profile("gdpo");
+  v1::ScoreGroupsResponse response;
+  ASSERT_TRUE(RunScoreGroups(engine.context(), request, &response).ok());
+
+  // The same computation from the components the response reports.
+  std::vector<double> components;
+  std::vector<advantage::Outcome> outcomes;
+  for (const v1::CompletionResult& r : response.results()) {
+    const v1::RewardComponents& c = r.components();
+    components.insert(components.end(), {c.accuracy(), c.format(), c.repetition(), c.length()});
+    outcomes.push_back(c.accuracy() > 0 ? advantage::Outcome::kCorrect
+                                        : advantage::Outcome::kWrong);
+  }
+  const std::vector<double> rewards(response.rewards().begin(), response.rewards().end());
+  const std::vector<uint32_t> sizes = {4, 4, 2, 4};
+  const std::vector<double> weights = {1.0, 2.0, 1.0, 0.5};
+  advantage::Options options;
+  options.estimator = advantage::Estimator::kGdpo;
+  const absl::StatusOr<advantage::Result> want = advantage::Compute({.rewards = rewards,
+                                                                     .group_sizes = sizes,
+                                                                     .outcomes = outcomes,
+                                                                     .components = components,
+                                                                     .num_components = 4,
+                                                                     .component_weights = weights},
+                                                                    options);
+  ASSERT_TRUE(want.ok()) << want.status();
+  ASSERT_EQ(response.advantages_size(), 14);
+  for (int i = 0; i < 14; ++i) {
+    EXPECT_EQ(std::bit_cast<uint64_t>(response.advantages(i)),
+              std::bit_cast<uint64_t>(want->advantages[i]))
+        << i;
+  }
+  // Group 1 learns from length alone, shorter first; group 2 has nothing to learn from.
+  EXPECT_EQ(response.groups().cause(1), v1::ZERO_VARIANCE_CAUSE_NONE);
+  EXPECT_GT(response.advantages(4), response.advantages(5));
+  EXPECT_GT(response.advantages(6), response.advantages(7));
+  EXPECT_EQ(response.groups().cause(2), v1::ZERO_VARIANCE_CAUSE_ALL_CORRECT);
+  EXPECT_EQ(std::bit_cast<uint64_t>(response.advantages(8)), 0u);
+  EXPECT_EQ(response.summary().zero_variance_groups(), 1u);
+}
+
+TEST(ScoreGroups, TheKeepBandReadsTheMeanAccuracyComponent) {
+  Engine engine;
+  for (v1::Estimator estimator : {v1::ESTIMATOR_GRPO, v1::ESTIMATOR_GDPO}) {
+    SCOPED_TRACE(v1::Estimator_Name(estimator));
+    v1::ScoreGroupsRequest request = ComponentsRequest();
+    request.mutable_advantage()->set_estimator(estimator);
+    v1::ScoreGroupsResponse unbanded;
+    ASSERT_TRUE(RunScoreGroups(engine.context(), request, &unbanded).ok());
+    request.mutable_advantage()->mutable_keep_band()->set_lo(0.25);
+    request.mutable_advantage()->mutable_keep_band()->set_hi(0.75);
+    v1::ScoreGroupsResponse response;
+    ASSERT_TRUE(RunScoreGroups(engine.context(), request, &response).ok());
+    // Mean accuracy 0.5 in, 1.0 out, zero-variance out, 0.25 in (inclusive).
+    ASSERT_EQ(response.groups().keep_size(), 4);
+    EXPECT_TRUE(response.groups().keep(0));
+    EXPECT_FALSE(response.groups().keep(1));
+    EXPECT_FALSE(response.groups().keep(2));
+    EXPECT_TRUE(response.groups().keep(3));
+    EXPECT_TRUE(unbanded.groups().keep(1));
+    for (int i = 0; i < response.advantages_size(); ++i) {
+      EXPECT_EQ(std::bit_cast<uint64_t>(response.advantages(i)),
+                std::bit_cast<uint64_t>(unbanded.advantages(i)))
+          << i;
+    }
+    // Just above 0.25 leaves group 3 out.
+    request.mutable_advantage()->mutable_keep_band()->set_lo(std::nextafter(0.25, 1.0));
+    v1::ScoreGroupsResponse narrower;
+    ASSERT_TRUE(RunScoreGroups(engine.context(), request, &narrower).ok());
+    EXPECT_TRUE(narrower.groups().keep(0));
+    EXPECT_FALSE(narrower.groups().keep(3));
+    // A band upside down is the request's error.
+    request.mutable_advantage()->mutable_keep_band()->set_lo(0.9);
+    v1::ScoreGroupsResponse refused;
+    const absl::Status status = RunScoreGroups(engine.context(), request, &refused);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(status.message()), HasSubstr("advantage.keep_band"));
+  }
 }
 
 TEST(ScoreGroups, StopsWhenTheCallerSaysSo) {

@@ -140,6 +140,50 @@ TEST(DispatchingBackend, SmallBatchesStayOnTheCpuLargeOnesGoToTheAccelerator) {
   EXPECT_EQ(seen->calls, 1);
 }
 
+TEST(DispatchingBackend, EstimatorsWithoutAKernelGoToTheCpuWhateverTheSize) {
+  int fallbacks = 0;
+  auto accelerated = std::make_unique<ScriptedBackend>(absl::OkStatus());
+  ScriptedBackend* seen = accelerated.get();
+  DispatchingBackend backend(
+      advantage::NewCpuBackend(), std::move(accelerated),
+      {.min_rewards = 1, .on_fallback = [&](const absl::Status&) { ++fallbacks; }});
+  SmallBatch small;
+  // GDPO's components: the rewards and a constant second component.
+  std::vector<double> components;
+  for (double r : small.rewards) components.insert(components.end(), {r, 0.5});
+  const std::vector<double> weights = {1.0, 1.0};
+  for (advantage::Estimator e : {advantage::Estimator::kReinforcePlusPlusBaseline,
+                                 advantage::Estimator::kGrpoPassK, advantage::Estimator::kGdpo}) {
+    SCOPED_TRACE(static_cast<int>(e));
+    advantage::Options options;
+    options.estimator = e;
+    options.keep_band = {.enabled = true, .lo = 0.0, .hi = 0.5};
+    advantage::Batch batch = small.batch();
+    if (e == advantage::Estimator::kGdpo) {
+      batch.components = components;
+      batch.num_components = 2;
+      batch.component_weights = weights;
+    }
+    Outputs out(small), want(small);
+    const absl::StatusOr<std::string_view> served =
+        backend.Compute(batch, options, out.advantages, out.groups, &out.summary);
+    ASSERT_TRUE(served.ok()) << served.status();
+    EXPECT_EQ(*served, "cpu");
+    ASSERT_TRUE(
+        advantage::Compute(batch, options, want.advantages, want.groups, &want.summary).ok());
+    EXPECT_EQ(out.advantages, want.advantages);
+    for (size_t g = 0; g < out.groups.size(); ++g) {
+      EXPECT_EQ(out.groups[g].keep(), want.groups[g].keep()) << g;
+    }
+  }
+  EXPECT_EQ(seen->calls, 0);
+  EXPECT_EQ(fallbacks, 0);
+  // The kernels' estimators still go to the accelerator.
+  Outputs out(small);
+  EXPECT_EQ(*backend.Compute(small.batch(), {}, out.advantages, out.groups, &out.summary), "cuda");
+  EXPECT_EQ(seen->calls, 1);
+}
+
 TEST(DispatchingBackend, AFailingAcceleratorFallsBackToTheCpuAndReportsIt) {
   std::vector<absl::Status> reported;
   DispatchingBackend backend(

@@ -137,7 +137,8 @@ class Client:
                                   "finished": bool, "external_accuracy": float}, ...]}
         `task` is a Task name ("math", "TASK_NUMERIC", ...) or value; text is sent as UTF-8.
         `advantage` overrides the profile's options: {"estimator": "grpo" | "dr_grpo" | "rloo" |
-        "batch_normalized", "deviation": "sample" | "population", "zero_variance_threshold": x}.
+        "batch_normalized" | "reinforce_pp_baseline" | "grpo_passk" | "gdpo", "deviation":
+        "sample" | "population", "zero_variance_threshold": x, "keep_band": (lo, hi)}.
 
         A request over max_request_bytes is sent as consecutive chunks of whole groups, one RPC
         each under the one deadline, and the responses are merged: per-completion and per-group
@@ -150,7 +151,9 @@ class Client:
             server's --max-message-bytes).
           - The batch-normalised estimator divides by the whole batch's deviation, so such a
             request cannot be split: RlscoreError RESOURCE_EXHAUSTED (also when the profile's
-            default turns out to be batch-normalised, after the first chunk).
+            default turns out to be batch-normalised, after the first chunk). The same holds
+            for REINFORCE++-baseline and GDPO when the request names them (a profile default of
+            either is not detected).
           - A single group over the limit: RlscoreError RESOURCE_EXHAUSTED naming it.
           - If a chunk fails, chunks before it were scored (and recorded); the error's
             chunk_offset says where the failing chunk starts.
@@ -188,7 +191,11 @@ class Client:
                            deviation: Union[None, int, str] = None,
                            zero_variance_threshold: Optional[float] = None,
                            run_id: str = "", step: int = 0,
-                           timeout: Optional[float] = None
+                           timeout: Optional[float] = None,
+                           components: Any = None,
+                           component_weights: Optional[Iterable[float]] = None,
+                           accuracy: Optional[Iterable[float]] = None,
+                           keep_band: Optional[Sequence[float]] = None
                            ) -> advantage_pb2.ComputeAdvantagesResponse:
         """Group advantages of rewards scored elsewhere (README "ComputeAdvantages").
 
@@ -198,6 +205,9 @@ class Client:
         keeps the server's default. NaN or +-Inf in a scorable reward: RlscoreError
         INVALID_ARGUMENT naming the group and position. `run_id` and `step` are sent as the API
         defines them (the server records run telemetry from ScoreGroups only, so far).
+        `components` ([completions x K] rows) and `component_weights` (K, default all 1) are
+        GDPO's reward components; `rewards` may then be empty. `accuracy` (one per reward) and
+        `keep_band=(lo, hi)` are the keep band's (README "ComputeAdvantages").
 
         Split like score_groups when the request, or its response (8 bytes per reward plus about
         23 per group), would be over max_request_bytes; never for the batch-normalised estimator.
@@ -216,6 +226,23 @@ class Client:
                                               "deviation")
         if zero_variance_threshold is not None:
             request.options.zero_variance_threshold = zero_variance_threshold
+        if components is not None:
+            rows = [_floats(row) for row in _floats(components)]
+            width = len(rows[0]) if rows else 0
+            if any(len(row) != width for row in rows):
+                raise ValueError("components: every row needs the same number of components")
+            request.num_components = width
+            for row in rows:
+                request.components.extend(row)
+            if component_weights is None:
+                request.component_weights.extend([1.0] * width)
+        if component_weights is not None:
+            request.component_weights.extend(_floats(component_weights))
+        if accuracy is not None:
+            request.accuracy.extend(_floats(accuracy))
+        if keep_band is not None:
+            lo, hi = keep_band
+            request.options.keep_band.lo, request.options.keep_band.hi = float(lo), float(hi)
         deadline = self._deadline(timeout)
         num_groups = len(request.group_sizes)
         response_bound = (8 * len(request.rewards) + 23 * num_groups +
@@ -226,16 +253,21 @@ class Client:
 
         self._refuse_batch_normalized(request.options.estimator,
                                       max(request.ByteSize(), response_bound))
+        if request.components:  # read by GDPO only, which normalises over the whole batch
+            self._refuse_batch_normalized(advantage_pb2.ESTIMATOR_GDPO,
+                                          max(request.ByteSize(), response_bound))
         sizes = list(request.group_sizes)
         _check_shape(sizes, len(request.rewards), len(request.outcomes))
         base = advantage_pb2.ComputeAdvantagesRequest()
         base.CopyFrom(request)
-        for field in ("rewards", "group_sizes", "outcomes"):
+        for field in ("rewards", "group_sizes", "outcomes", "accuracy"):
             base.ClearField(field)
         per_outcome = 1 if request.outcomes else 0  # Outcome values are single-byte varints
+        per_accuracy = 8 if request.accuracy else 0
         plan = _split.plan_chunks(
-            [(8 * n + _split.varint_len(n) + per_outcome * n, 8 * n + 23) for n in sizes],
-            (self.max_request_bytes - base.ByteSize() - 3 * _split.FIELD_OVERHEAD,
+            [(8 * n + _split.varint_len(n) + (per_outcome + per_accuracy) * n, 8 * n + 23)
+             for n in sizes],
+            (self.max_request_bytes - base.ByteSize() - 4 * _split.FIELD_OVERHEAD,
              self.max_request_bytes - _split.ADVANTAGES_RESPONSE_OVERHEAD), "groups")
         offsets = [0]
         for n in sizes:
@@ -249,6 +281,8 @@ class Client:
             chunk.group_sizes.extend(sizes[start:end])
             if request.outcomes:
                 chunk.outcomes.extend(request.outcomes[first:last])
+            if request.accuracy:
+                chunk.accuracy.extend(request.accuracy[first:last])
             response = self._call(self._stub.ComputeAdvantages, chunk, deadline,
                                   chunk_offset=start)
             if (request.options.estimator == advantage_pb2.ESTIMATOR_UNSPECIFIED and
@@ -407,14 +441,23 @@ class Client:
                 self._sleep(delay)
 
     def _refuse_batch_normalized(self, estimator: int, size: int, whose: str = "") -> None:
-        if estimator == advantage_pb2.ESTIMATOR_BATCH_NORMALIZED:
+        # Every estimator that normalises over the whole batch: batch-normalised,
+        # REINFORCE++-baseline and GDPO.
+        if estimator in _BATCH_LEVEL_ESTIMATORS:
             raise RlscoreError(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
                 "the request needs %d bytes, over max_request_bytes = %d, and %sestimator is "
-                "batch-normalised: it divides by the deviation of the whole batch, so the request "
-                "cannot be split; send fewer groups per call, raise max_request_bytes (and the "
-                "server's --max-message-bytes) or choose another estimator"
-                % (size, self.max_request_bytes, whose or "the "))
+                "batch-normalised (%s): it divides by the deviation of the whole batch, so the "
+                "request cannot be split; send fewer groups per call, raise max_request_bytes "
+                "(and the server's --max-message-bytes) or choose another estimator"
+                % (size, self.max_request_bytes, whose or "the ",
+                   advantage_pb2.Estimator.Name(estimator)))
+
+
+# The estimators whose advantages depend on the whole batch: a split request would change them.
+_BATCH_LEVEL_ESTIMATORS = frozenset({advantage_pb2.ESTIMATOR_BATCH_NORMALIZED,
+                                     advantage_pb2.ESTIMATOR_REINFORCE_PP_BASELINE,
+                                     advantage_pb2.ESTIMATOR_GDPO})
 
 
 # The trailer a busy server's refusal carries (its value names the limit): the same request may

@@ -30,7 +30,7 @@ _GROUP_KEYS = frozenset({"prompt_id", "references", "reference", "task", "comple
 _ITEM_KEYS = frozenset({"prompt_id", "completion", "references", "reference", "task"}) | _IFEVAL_KEYS
 # Short names of tasks, beside the enum's own (math, numeric, ..., instruction_following).
 _TASK_ALIASES = {"if": "INSTRUCTION_FOLLOWING", "ifeval": "INSTRUCTION_FOLLOWING"}
-_ADVANTAGE_KEYS = frozenset({"estimator", "deviation", "zero_variance_threshold"})
+_ADVANTAGE_KEYS = frozenset({"estimator", "deviation", "zero_variance_threshold", "keep_band"})
 
 
 def _enum(enum_type, prefix: str, value: Union[int, str], where: str) -> int:
@@ -182,6 +182,9 @@ def _advantage_options(value) -> advantage_pb2.AdvantageOptions:
                               "advantage.deviation")
     if value.get("zero_variance_threshold") is not None:
         out.zero_variance_threshold = float(value["zero_variance_threshold"])
+    if value.get("keep_band") is not None:  # (lo, hi): the groups to keep by mean accuracy
+        lo, hi = value["keep_band"]
+        out.keep_band.lo, out.keep_band.hi = float(lo), float(hi)
     return out
 
 
