@@ -37,8 +37,10 @@ BAD_LINES = [
 # SHA-256 of the in-process output for the file write_corpus() makes, as the reader and writer
 # built on nlohmann's DOM wrote it before simdjson's replaced them: the output must stay byte for
 # byte the same. A change to a scorer that moves a result changes it too; then regenerate it
-# (sha256sum of the --output file) and say in the commit which results moved and why.
-GOLDEN_OUTPUT_SHA256 = "2c4d50ee7c9a2ad4ad49773295e8834c55248d81a5d45bb77f66c56f19914bbf"
+# (sha256sum of the --output file) and say in the commit which results moved and why. Last
+# regenerated when task IF joined the list of tasks that line 9999's error names (the only byte
+# that moved).
+GOLDEN_OUTPUT_SHA256 = "fe8f48fc3bae97726401d5ec449d8c1fade685fd5c2dbd5742bfdafbf2bfe1b0"
 
 
 def write_corpus(path):
