@@ -31,10 +31,11 @@ packages=(
 # for the fault tests' client that never reads its answers (tests/e2e/fault_test.py); git clones
 # the repository into a fresh Debian root (tests/setup). npm and Node fetch helm and the Kubernetes
 # models and run the manifest validator (tests/helm): Debian's npm unless an npm is already on PATH
-# (a Node from elsewhere owns /usr/bin/npm, and Debian's would conflict with it).
+# (a Node from elsewhere owns /usr/bin/npm, and Debian's would conflict with it). promtool, from
+# Debian's prometheus, evaluates the chart's alerts against a replay of the incident (tests/helm).
 if [ "${1:-}" = "--test-tools" ]; then
   packages+=(chromium podman runc mmdebstrap yamllint python3-jsonschema python3-yaml unzip
-             clang-14 libclang-rt-14-dev python3-h2 git)
+             clang-14 libclang-rt-14-dev python3-h2 git prometheus)
   if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
 fi
 

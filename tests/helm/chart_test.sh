@@ -7,7 +7,10 @@
 #      checked, cached in third_party/tools/);
 #   4. every rendered object validated against its Kubernetes model (kubernetes-models,
 #      @kubernetes-models/prometheus-operator; tests/helm/package.json pins them);
-#   5. what the chart must render (check_chart.py), and values the schema must refuse.
+#   5. what the chart must render (check_chart.py), and values the schema must refuse;
+#   6. the alerts evaluated: `promtool test rules` (Debian's prometheus package) replays the
+#      incident's timeline and a healthy run against the rendered PrometheusRule
+#      (alerts_test.yaml).
 # `helm test` and server-side validation need a cluster: docs/DEPLOY.md.
 #
 # Usage: tests/helm/chart_test.sh
@@ -76,8 +79,11 @@ render() {  # scenario, then helm flags
 render standalone
 render full --set gpu.enabled=true --set serviceMonitor.enabled=true \
   --set serviceMonitor.labels.release=prometheus --set prometheusRule.enabled=true \
+  --set grafanaDashboard.enabled=true \
   --set ports.http=5000 --set-string config='  profiles { name: "dapo" }
 ' --set-string 'server.extraArgs[0]=--log-prefix=a: b #c'
+render replicas --set replicaCount=3
+render autoscaled --set autoscaling.enabled=true --set autoscaling.targetInFlightPerPod=4
 render sidecar-native --set mode=sidecar --set sidecar.example=true \
   --set listen.unixSocket=/run/rlscore/rlscore.sock --set serviceMonitor.enabled=true
 render sidecar-classic --set mode=sidecar --set sidecar.example=true --set sidecar.native=false \
@@ -105,6 +111,24 @@ grep FAIL "$work/broken/out"
 echo "== what the chart renders =="
 /usr/bin/python3 "$repo/tests/helm/check_chart.py" "$work"
 
+echo "== the alerts, evaluated (promtool) =="
+/usr/bin/python3 - "$work/full.yaml" "$work/rules.yaml" <<'PY'
+import sys, yaml
+(rule,) = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "PrometheusRule"]
+yaml.safe_dump({"groups": rule["spec"]["groups"]}, open(sys.argv[2], "w"), sort_keys=False)
+PY
+cp "$repo/tests/helm/alerts_test.yaml" "$work/"
+promtool check rules "$work/rules.yaml"
+promtool test rules "$work/alerts_test.yaml"
+# The replay must catch a wrong threshold: raise one and the same test fails.
+sed 's/zero_variance_fraction"}) >= 0.5$/zero_variance_fraction"}) >= 0.9/' "$work/rules.yaml" \
+  >"$work/rules.wrong" && mv "$work/rules.wrong" "$work/rules.yaml"
+if promtool test rules "$work/alerts_test.yaml" >"$work/promtool.out" 2>&1; then
+  echo "chart_test: the alert replay passed with a wrong threshold" >&2
+  exit 1
+fi
+echo "a wrong threshold fails the replay, as it should"
+
 echo "== values the chart must refuse =="
 refuse() {  # what the error must say, then helm flags
   local expected=$1
@@ -130,6 +154,11 @@ refuse "unixSocket" --set listen.unixSocket=/x.sock
 refuse "ports must differ" --set ports.metrics=8081
 refuse "must exceed server.drainTimeoutSecs + preStopSleepSeconds" \
   --set server.drainTimeoutSecs=60
+refuse "autoscaling.minReplicas (5) must not exceed autoscaling.maxReplicas (3)" \
+  --set autoscaling.enabled=true --set autoscaling.minReplicas=5 --set autoscaling.maxReplicas=3
+refuse "autoscaling needs a metric" --set autoscaling.enabled=true \
+  --set autoscaling.targetCPUUtilizationPercentage=0
+refuse "whenUnsatisfiable" --set-json 'topologySpread=[{"maxSkew": 1, "topologyKey": "k", "whenUnsatisfiable": "Maybe"}]'
 refuse "prometheusRule.truncationRate: warn (0.5) must not exceed critical (0.2)" \
   --set-json 'prometheusRule.truncationRate={"warn": 0.5, "critical": 0.2}'
 if out=$("$helm" template rls "$chart" --kube-version 1.28.0 --set mode=sidecar \

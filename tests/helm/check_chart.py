@@ -10,13 +10,16 @@ address per mode, non-root and a read-only root, the native sidecar, the GPU res
 monitoring objects and the test hook.
 """
 
+import json
 import os
+import re
 import sys
 import unittest
 
 import yaml
 
 RENDERED = None
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def load(scenario):
@@ -26,6 +29,14 @@ def load(scenario):
 
 def by_kind(objects, kind):
     return [o for o in objects if o["kind"] == kind]
+
+
+def named(objects, kind, suffix=""):
+    """The one object of `kind` whose name ends with `suffix` (and no other chart suffix)."""
+    found = [o for o in objects if o["kind"] == kind and o["metadata"]["name"].endswith(suffix)
+             and (suffix or not o["metadata"]["name"].endswith(("-headless", "-dashboard")))]
+    (one,) = found
+    return one
 
 
 def rlscore_container(pod_spec):
@@ -70,10 +81,30 @@ class Standalone(unittest.TestCase):
         self.assertNotIn("nvidia.com/gpu", self.container["resources"].get("limits", {}))
         self.assertFalse(any(a.startswith("--config") for a in self.container["args"]))
         kinds = sorted(o["kind"] for o in self.objects)
-        self.assertEqual(kinds, ["Deployment", "Pod", "Service"])
+        # One replica: no PodDisruptionBudget; no autoscaler unless asked for.
+        self.assertEqual(kinds, ["Deployment", "Pod", "Service", "Service"])
+        self.assertEqual(self.deployment["spec"]["replicas"], 1)
+
+    def test_headless_service_for_client_side_balancing(self):
+        service = named(self.objects, "Service")
+        headless = named(self.objects, "Service", "-headless")
+        self.assertEqual(headless["metadata"]["name"], service["metadata"]["name"] + "-headless")
+        self.assertEqual(headless["spec"]["clusterIP"], "None")
+        self.assertFalse(headless["spec"]["publishNotReadyAddresses"])
+        self.assertEqual(headless["spec"]["selector"], service["spec"]["selector"])
+        self.assertEqual(headless["spec"]["ports"], [{"name": "grpc", "port": 50051,
+                                                      "targetPort": "rlscore-grpc",
+                                                      "appProtocol": "grpc"}])
+
+    def test_replicas_spread_over_nodes(self):
+        (spread,) = self.pod["topologySpreadConstraints"]
+        self.assertEqual(spread["topologyKey"], "kubernetes.io/hostname")
+        self.assertEqual(spread["maxSkew"], 1)
+        self.assertEqual(spread["labelSelector"]["matchLabels"],
+                         self.deployment["spec"]["selector"]["matchLabels"])
 
     def test_service_and_test_hook(self):
-        (service,) = by_kind(self.objects, "Service")
+        service = named(self.objects, "Service")
         self.assertEqual({p["name"]: p["port"] for p in service["spec"]["ports"]},
                          {"grpc": 50051, "metrics": 9464})
         self.assertEqual(service["spec"]["selector"],
@@ -103,7 +134,7 @@ class Full(unittest.TestCase):
         self.assertEqual(resources["requests"]["cpu"], "2")
 
     def test_config_from_a_configmap(self):
-        (configmap,) = by_kind(self.objects, "ConfigMap")
+        configmap = named(self.objects, "ConfigMap")
         # Verbatim, leading indentation included.
         self.assertEqual(configmap["data"]["server.textproto"],
                          '  profiles { name: "dapo" }\n')
@@ -114,9 +145,9 @@ class Full(unittest.TestCase):
 
     def test_http_listener_and_quoted_args(self):
         self.assertIn("--http-address=0.0.0.0:5000", self.container["args"])
-        (service,) = by_kind(self.objects, "Service")
-        self.assertIn({"name": "http", "port": 5000, "targetPort": "rlscore-http"},
-                      service["spec"]["ports"])
+        for service in by_kind(self.objects, "Service"):
+            self.assertIn({"name": "http", "port": 5000, "targetPort": "rlscore-http"},
+                          service["spec"]["ports"])
         # An extra flag with YAML-special characters arrives as the string it was.
         self.assertEqual(self.container["args"][-1], "--log-prefix=a: b #c")
 
@@ -140,6 +171,87 @@ class Full(unittest.TestCase):
             self.assertIn("{{ $labels.run }}", alerts["Rlscore" + name]["annotations"]["summary"])
         self.assertIn("rlscore_run_health_level", alerts["RlscoreRunCritical"]["expr"])
         self.assertIn("RlscoreGpuFallback", alerts)
+
+
+    def test_grafana_dashboard_configmap(self):
+        configmap = named(self.objects, "ConfigMap", "-dashboard")
+        self.assertEqual(configmap["metadata"]["labels"]["grafana_dashboard"], "1")
+        dashboard = json.loads(configmap["data"]["rlscore.json"])
+        with open(os.path.join(REPO, "helm/rlscore/dashboards/rlscore.json")) as f:
+            self.assertEqual(dashboard, json.load(f))
+
+
+class Replicas(unittest.TestCase):
+    """Several replicas: a PodDisruptionBudget; with autoscaling, an HPA owns the replica count."""
+
+    def test_fixed_replicas_get_a_disruption_budget(self):
+        objects = load("replicas")
+        (deployment,) = by_kind(objects, "Deployment")
+        self.assertEqual(deployment["spec"]["replicas"], 3)
+        (pdb,) = by_kind(objects, "PodDisruptionBudget")
+        self.assertEqual(pdb["spec"]["maxUnavailable"], 1)
+        self.assertEqual(pdb["spec"]["selector"]["matchLabels"],
+                         deployment["spec"]["selector"]["matchLabels"])
+        self.assertEqual(by_kind(objects, "HorizontalPodAutoscaler"), [])
+
+    def test_autoscaling_on_cpu_and_calls_in_flight(self):
+        objects = load("autoscaled")
+        (deployment,) = by_kind(objects, "Deployment")
+        self.assertNotIn("replicas", deployment["spec"])
+        (hpa,) = by_kind(objects, "HorizontalPodAutoscaler")
+        self.assertEqual(hpa["spec"]["scaleTargetRef"],
+                         {"apiVersion": "apps/v1", "kind": "Deployment",
+                          "name": deployment["metadata"]["name"]})
+        self.assertEqual((hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]), (2, 8))
+        metrics = {m["type"]: m for m in hpa["spec"]["metrics"]}
+        self.assertEqual(metrics["Resource"]["resource"]["target"]["averageUtilization"], 70)
+        self.assertEqual(metrics["Pods"]["pods"]["metric"]["name"], "rlscore_requests_in_flight")
+        self.assertEqual(metrics["Pods"]["pods"]["target"]["averageValue"], "4")
+        (pdb,) = by_kind(objects, "PodDisruptionBudget")  # minReplicas 2
+        self.assertEqual(pdb["spec"]["maxUnavailable"], 1)
+
+
+class Dashboard(unittest.TestCase):
+    """Every metric and run signal the dashboard queries is one the server exports."""
+
+    def exported(self):
+        with open(os.path.join(REPO, "service/prometheus_metrics.cc")) as f:
+            families = re.findall(r'\{"(rlscore_[a-z_]+)", (kCounter|kGauge|kHistogram)', f.read())
+        names = set()
+        for name, kind in families:
+            names.add(name)
+            if kind == "kHistogram":
+                names.update(name + suffix for suffix in ("_bucket", "_sum", "_count"))
+        return names
+
+    def signals(self):
+        with open(os.path.join(REPO, "engine/run_health.cc")) as f:
+            return set(re.findall(r'(?:Judged|Reported)\(\s*"([a-z_]+)"', f.read()))
+
+    def test_queries_name_exported_metrics(self):
+        with open(os.path.join(REPO, "helm/rlscore/dashboards/rlscore.json")) as f:
+            dashboard = json.load(f)
+        exported, signals = self.exported(), self.signals()
+        self.assertGreater(len(exported), 30)
+        self.assertIn("zero_variance_fraction", signals)
+        exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+        exprs += [v["query"]["query"] for v in dashboard["templating"]["list"] if "query" in v
+                  and isinstance(v["query"], dict)]
+        self.assertGreaterEqual(len(exprs), 15)
+        seen = set()
+        for expr in exprs:
+            for metric in re.findall(r"\brlscore_[a-z_]+", expr):
+                self.assertIn(metric, exported, expr)
+                seen.add(metric)
+            for signal in re.findall(r'signal="([a-z_]+)"', expr):
+                self.assertIn(signal, signals, expr)
+        # What the dashboard is for: run signals, verdicts, repetition, truncation, latency,
+        # calls in flight, admission refusals, GPU fallbacks.
+        for metric in ("rlscore_run_signal", "rlscore_verdicts_total",
+                       "rlscore_repetition_fired_total", "rlscore_truncated_total",
+                       "rlscore_request_duration_seconds_bucket", "rlscore_requests_in_flight",
+                       "rlscore_admission_refusals_total", "rlscore_gpu_fallbacks_total"):
+            self.assertIn(metric, seen)
 
 
 class Sidecar(unittest.TestCase):

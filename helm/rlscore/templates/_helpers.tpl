@@ -149,6 +149,14 @@ volumeMounts:
 {{- if ne (len $ports) (len (uniq $ports)) -}}
 {{- fail (printf "ports must differ, got %v" $ports) -}}
 {{- end -}}
+{{- if .Values.autoscaling.enabled -}}
+{{- if gt (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas) -}}
+{{- fail (printf "autoscaling.minReplicas (%d) must not exceed autoscaling.maxReplicas (%d)" (int .Values.autoscaling.minReplicas) (int .Values.autoscaling.maxReplicas)) -}}
+{{- end -}}
+{{- if not (or .Values.autoscaling.targetCPUUtilizationPercentage .Values.autoscaling.targetInFlightPerPod) -}}
+{{- fail "autoscaling needs a metric: targetCPUUtilizationPercentage or targetInFlightPerPod" -}}
+{{- end -}}
+{{- end -}}
 {{- range $name, $t := dict "zeroVarianceFraction" .Values.prometheusRule.zeroVarianceFraction "meanLengthGrowth" .Values.prometheusRule.meanLengthGrowth "truncationRate" .Values.prometheusRule.truncationRate "repetitionRate" .Values.prometheusRule.repetitionRate -}}
 {{- if gt (float64 $t.warn) (float64 $t.critical) -}}
 {{- fail (printf "prometheusRule.%s: warn (%v) must not exceed critical (%v)" $name $t.warn $t.critical) -}}
