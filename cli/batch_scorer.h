@@ -41,7 +41,11 @@ class BatchScorer {
 absl::StatusOr<std::unique_ptr<BatchScorer>> NewLocalScorer(const engine::ServerOptions& options);
 
 // Calls the Score RPC of the server at `address` (host:port or unix:/path), each call with
-// `timeout`. UNAVAILABLE when no connection is made within min(timeout, 10 s).
+// `timeout`. Several replicas: addresses separated by commas (one channel each, calls round
+// robin over those that are up, a failed call retried at once on another and the failed replica
+// set aside for a cool-off), or a "dns:" name (gRPC's round_robin over its addresses). Retried:
+// UNAVAILABLE, a busy server's retryable refusal, a connection broken under the call.
+// UNAVAILABLE when no replica connects within min(timeout, 10 s).
 absl::StatusOr<std::unique_ptr<BatchScorer>> NewRemoteScorer(const std::string& address,
                                                              absl::Duration timeout);
 

@@ -79,7 +79,8 @@ FlagSet MakeScoreFlags(ScoreFlags* f) {
       {"output", "FILE", "where the JSONL results go; - is stdout (default -)", str(&f->output)});
   flags.Add({"server", "ADDR",
              "score on the rlscore server at ADDR (host:port or unix:/path) instead of in this "
-             "process",
+             "process; several replicas as ADDR,ADDR,... or dns:///NAME:PORT, calls balanced "
+             "over them and retried on another when one fails",
              str(&f->server)});
   flags.Add({"config", "FILE",
              "server configuration (profiles, limits) for in-process scoring, as for rlscore serve",

@@ -790,6 +790,123 @@ class VerlScoreTest(unittest.TestCase):
         self.assertEqual(module.compute_score_batch(["m"], [answer(2)], ["2"])[0]["score"], 1.1)
 
 
+class ReplicasTest(unittest.TestCase):
+    """Several replicas: targets, round robin, cool-off, stickiness, the retry budget and
+    failover with real servers (tests/e2e/replicas_test.py kills them under load)."""
+
+    class FakeChannel:
+        def __init__(self, address):
+            self.address, self.closed = address, False
+
+        def close(self):
+            self.closed = True
+
+    def replicas(self, target, now, addresses=("10.0.0.1", "10.0.0.2", "10.0.0.3")):
+        from rlscore_client import _replicas
+        resolved = list(addresses)
+
+        def resolve(host, port, type=None):  # noqa: A002 - getaddrinfo's keyword
+            self.assertEqual(host, "rlscore-headless.rl.svc")
+            return [(socket.AF_INET, type, 6, "", (a, port)) for a in resolved]
+
+        made = _replicas.Replicas(target, self.FakeChannel, lambda c: c.address,
+                                  clock=lambda: now[0], resolve=resolve, resolve_interval=30)
+        return made, resolved
+
+    def test_targets(self):
+        from rlscore_client._replicas import split_targets
+        self.assertEqual(split_targets("a:1"), ["a:1"])
+        self.assertEqual(split_targets("a:1, b:2,"), ["a:1", "b:2"])
+        self.assertEqual(split_targets(["a:1", "unix:/s"]), ["a:1", "unix:/s"])
+        self.assertEqual(split_targets("ipv4:1.2.3.4:5,1.2.3.5:5"), ["ipv4:1.2.3.4:5,1.2.3.5:5"])
+        with self.assertRaises(ValueError):
+            split_targets(" , ")
+
+    def test_dns_round_robin_cool_off_and_resolution(self):
+        now = [0.0]
+        replicas, resolved = self.replicas("dns:///rlscore-headless.rl.svc:50051", now)
+        self.assertEqual(len(replicas), 3)
+        picked = [replicas.pick().stub for _ in range(6)]
+        self.assertEqual(sorted(set(picked)), ["10.0.0.1:50051", "10.0.0.2:50051",
+                                               "10.0.0.3:50051"])
+        self.assertEqual(picked[:3], picked[3:])  # a cycle
+        # A replica that fails is set aside for its cool-off, then comes back.
+        bad = next(e for e in replicas.endpoints if e.address == "10.0.0.2:50051")
+        replicas.failed(bad)
+        self.assertNotIn("10.0.0.2:50051", [replicas.pick().stub for _ in range(6)])
+        now[0] += 0.6
+        self.assertIn("10.0.0.2:50051", [replicas.pick().stub for _ in range(6)])
+        # The name is resolved again: a replica that went is closed, a new one is dialled.
+        resolved[:] = ["10.0.0.1", "10.0.0.4"]
+        gone = next(e for e in replicas.endpoints if e.address == "10.0.0.3:50051")
+        now[0] += 31
+        self.assertEqual(sorted(set(replicas.pick().stub for _ in range(4))),
+                         ["10.0.0.1:50051", "10.0.0.4:50051"])
+        self.assertTrue(gone.channel.closed)
+
+    def test_a_run_sticks_to_one_replica_until_it_goes(self):
+        now = [0.0]
+        replicas, _ = self.replicas("dns:///rlscore-headless.rl.svc:50051", now)
+        first = replicas.pick("run-17")
+        self.assertTrue(all(replicas.pick("run-17") is first for _ in range(10)))
+        # Runs spread: 200 runs use every replica.
+        owners = {replicas.pick("run-%d" % i).address for i in range(200)}
+        self.assertEqual(len(owners), 3)
+        replicas.failed(first)
+        second = replicas.pick("run-17")
+        self.assertIsNot(second, first)
+        self.assertIs(replicas.pick("run-17"), second)
+        now[0] += 1
+        self.assertIs(replicas.pick("run-17"), first)  # back once its cool-off ends
+
+    def test_the_retry_budget_stops_retries_against_a_dead_cluster(self):
+        from rlscore_client._replicas import RetryBudget
+        budget = RetryBudget(10, 0.1)
+        self.assertEqual([budget.on_failure() for _ in range(6)],
+                         [True, True, True, True, False, False])
+        for _ in range(20):
+            budget.on_success()
+        self.assertAlmostEqual(budget.tokens, 6.0)
+        self.assertTrue(budget.on_failure() is False)  # 5 left: still at the line
+
+        # Three dead replicas: the client's first calls retry, then the budget says no.
+        dead = []
+        for _ in range(3):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            dead.append(s)
+            self.addCleanup(s.close)
+        target = ",".join("127.0.0.1:%d" % s.getsockname()[1] for s in dead)
+        client = Client(target, timeout=5, retries=8, backoff=0.001, max_backoff=0.001)
+        self.addCleanup(client.close)
+        for _ in range(4):
+            with self.assertRaises(RlscoreError) as raised:
+                client.score([{"completion": "x", "reference": "1"}])
+            self.assertEqual(raised.exception.code, grpc.StatusCode.UNAVAILABLE)
+        stats = client.stats()
+        self.assertGreaterEqual(stats["not_retried_budget"], 3)
+        # Retries that the budget stopped: far fewer attempts than calls x (retries + 1).
+        self.assertLess(stats["attempts"], 4 * 9 // 2)
+        self.assertIn("retry budget is spent", raised.exception.message)
+
+    def test_failover_to_a_live_replica_at_once(self):
+        live = start_server(self)
+        dead = socket.socket()
+        dead.bind(("127.0.0.1", 0))
+        self.addCleanup(dead.close)
+        slept = []
+        client = Client(["127.0.0.1:%d" % dead.getsockname()[1], live.address], timeout=30,
+                        sleep=slept.append)
+        self.addCleanup(client.close)
+        for _ in range(6):
+            reply = client.score([{"completion": "<think>a</think>\\boxed{1}", "reference": "1"}])
+            self.assertEqual(list(reply.rewards), [1.1])
+        stats = client.stats()
+        self.assertEqual(stats["replicas"][live.address], 6)
+        self.assertGreaterEqual(stats["failovers"], 1)
+        self.assertEqual(slept, [])  # another replica was up: no backoff
+
+
 def main():
     global ARGS, grpc, Client, RlscoreError, advantage_pb2, monitor_pb2, scoring_pb2
     global rlscore_trl, rlscore_verl, splitting, harness

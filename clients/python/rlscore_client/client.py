@@ -2,7 +2,8 @@
 
     from rlscore_client import Client, RlscoreError
 
-    client = Client("127.0.0.1:50051")        # or "unix:/run/rlscore.sock"
+    client = Client("127.0.0.1:50051")        # or "unix:/run/rlscore.sock", or several replicas:
+    client = Client("dns:///rlscore-headless.rl.svc.cluster.local:50051")   # or "a:50051,b:50051"
     reply = client.score_groups(
         [{"prompt_id": "p1", "reference": "42",
           "completions": ["<think>6*7</think> \\\\boxed{42}",
@@ -19,8 +20,18 @@ Every call has a deadline (the client's `timeout`, or the call's); a call that f
 RlscoreError with the gRPC code and the server's message. UNAVAILABLE (no server yet, a restart,
 a server draining on SIGTERM) and a busy server's refusal (RESOURCE_EXHAUSTED with the trailer
 `rlscore-retryable`: its memory budget or max_concurrent_calls was held by other calls) are
-retried with exponential backoff and jitter within the deadline; no other code is retried (a
-limit the request itself exceeds is final). A unary request larger than `max_request_bytes` is split into chunks of
+retried with exponential backoff and jitter within the deadline, and so is a call whose
+connection broke (a reset, a replica killed mid-call: the calls are idempotent); no other code is
+retried (a limit the request itself exceeds is final).
+
+Several replicas (a list of targets, targets separated by commas, or a "dns:///" name resolved to
+every address it has): one channel per replica, calls round-robin over the replicas that are up,
+and a failed attempt is retried at once on another replica (the failed one is set aside for a
+cool-off), all within the call's deadline. A retry budget (gRPC's retry throttling) stops retries
+while most recent attempts fail, so a cluster that is down is not sent several times its load.
+A run's calls (ScoreGroups with a run_id, GetRunHealth) stick to one replica chosen by rendezvous
+hashing of the run id, so its telemetry lives in one place (docs/DEPLOY.md, "Several replicas").
+`stats()` counts calls, attempts, retries and what each replica answered. A unary request larger than `max_request_bytes` is split into chunks of
 whole groups (or items) and the responses merged, so the caller sees one response.
 
 Needs grpcio, protobuf and the generated rlscore stubs on sys.path (the build writes them to
@@ -33,6 +44,7 @@ from __future__ import annotations
 
 import queue
 import random
+import re
 import threading
 import time
 from typing import (Any, Callable, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple,
@@ -49,6 +61,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
         "(they are written to build/python) and set PYTHONPATH=build/python:clients/python") from e
 
 from . import _split
+from ._replicas import Replicas, RetryBudget, Target
 from .errors import RlscoreError
 from .requests import (GroupLike, ItemLike, _enum, _floats, _ints, score_groups_request,
                        score_request)
@@ -65,32 +78,40 @@ Delta = Union[str, Sequence[int], "monitor_pb2.MonitorGenerationRequest"]
 
 
 class Client:
-    """A connection to one rlscore server. Thread-safe: share one per process.
+    """A connection to an rlscore server, or to several replicas. Thread-safe: share one per
+    process.
 
     Args:
-      target: `host:port`, `[::1]:port` or `unix:/path`.
+      target: `host:port`, `[::1]:port` or `unix:/path`; or several replicas: a list of those,
+        the same separated by commas, or `dns:///host:port` (every address of the name).
       timeout: default deadline of a call in seconds (a split request shares one deadline).
-      retries: how many times an UNAVAILABLE call, or one a busy server refused, is sent again (so
-        at most retries + 1 attempts).
+      retries: how many times an UNAVAILABLE call, one a busy server refused, or one whose
+        connection broke is sent again (so at most retries + 1 attempts).
       backoff, max_backoff: retry k (0-based) waits d_k = min(max_backoff, backoff * 2**k), with
         "equal jitter": d_k/2 + u * d_k/2 for u = rand() in [0, 1). A retry that would end past the
-        deadline is not made.
+        deadline is not made. A retry on a replica this call has not tried yet, while it is up,
+        does not wait.
+      retry_budget: (max_tokens, token_ratio) of the retry throttling (see RetryBudget), or None
+        for no budget.
       max_request_bytes: unary requests larger than this are split (see score_groups). Set it at
         or below the server's --max-message-bytes.
       channel_options: extra gRPC channel arguments, e.g. [("grpc.keepalive_time_ms", 10000)];
         they override the defaults, which lift gRPC Python's 4 MiB receive limit.
       credentials: grpc.ChannelCredentials for TLS; None for an insecure channel.
-      sleep, clock, rand: injected time.sleep, time.monotonic and random.random, for tests.
+      sleep, clock, rand, resolve: injected time.sleep, time.monotonic, random.random and
+        socket.getaddrinfo, for tests.
     """
 
-    def __init__(self, target: str = DEFAULT_TARGET, *, timeout: float = 60.0, retries: int = 4,
-                 backoff: float = 0.1, max_backoff: float = 5.0,
+    def __init__(self, target: Target = DEFAULT_TARGET, *, timeout: float = 60.0,
+                 retries: int = 4, backoff: float = 0.1, max_backoff: float = 5.0,
+                 retry_budget: Optional[Tuple[float, float]] = (10.0, 0.1),
                  max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
                  channel_options: Optional[Sequence[Tuple[str, Any]]] = None,
                  credentials: Optional[grpc.ChannelCredentials] = None,
                  sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic,
-                 rand: Callable[[], float] = random.random):
+                 rand: Callable[[], float] = random.random,
+                 resolve: Optional[Callable[..., Any]] = None):
         if timeout <= 0:
             raise ValueError("timeout must be > 0 seconds, got %r" % (timeout,))
         if retries < 0 or backoff < 0 or max_backoff < 0:
@@ -106,15 +127,38 @@ class Client:
         self._sleep, self._clock, self._rand = sleep, clock, rand
         options = {"grpc.max_receive_message_length": -1, "grpc.max_send_message_length": -1}
         options.update(dict(channel_options or ()))
-        if credentials is None:
-            self._channel = grpc.insecure_channel(target, options=list(options.items()))
-        else:
-            self._channel = grpc.secure_channel(target, credentials, options=list(options.items()))
-        self._stub = scoring_service_pb2_grpc.ScoringServiceStub(self._channel)
+
+        def make_channel(address: str) -> grpc.Channel:
+            if credentials is None:
+                return grpc.insecure_channel(address, options=list(options.items()))
+            return grpc.secure_channel(address, credentials, options=list(options.items()))
+
+        extra = {} if resolve is None else {"resolve": resolve}
+        self._replicas = Replicas(target, make_channel, scoring_service_pb2_grpc.ScoringServiceStub,
+                                  clock=clock, **extra)
+        self._budget = RetryBudget(*retry_budget) if retry_budget is not None else None
+        self._stats_lock = threading.Lock()
+        self._stats = {"calls": 0, "attempts": 0, "retries": 0, "retried_calls": 0,
+                       "failovers": 0, "not_retried_budget": 0}
+
+    @property
+    def _stub(self):
+        """The stub of the next replica (for calls that are not retried: streams)."""
+        return self._replicas.pick().stub
+
+    def stats(self) -> dict:
+        """Counters since the client was made: calls, attempts, retries (attempts after the
+        first), retried_calls (calls that needed more than one attempt), failovers (retries sent
+        to another replica), not_retried_budget (retries the budget refused), and per replica the
+        calls it answered ({"replicas": {address: answered}})."""
+        with self._stats_lock:
+            out = dict(self._stats)
+        out["replicas"] = {e.address: e.served for e in self._replicas.endpoints}
+        return out
 
     def close(self) -> None:
-        """Closes the channel; calls in flight are cancelled."""
-        self._channel.close()
+        """Closes the channels; calls in flight are cancelled."""
+        self._replicas.close()
 
     def __enter__(self) -> "Client":
         return self
@@ -161,7 +205,7 @@ class Client:
         request = score_groups_request(groups, profile, advantage, run_id, step)
         deadline = self._deadline(timeout)
         if request.ByteSize() <= self.max_request_bytes:
-            return self._call(self._stub.ScoreGroups, request, deadline)
+            return self._call("ScoreGroups", request, deadline, key=run_id or None)
 
         self._refuse_batch_normalized(request.advantage.estimator, request.ByteSize())
         base = scoring_pb2.ScoreGroupsRequest()
@@ -175,7 +219,8 @@ class Client:
             chunk = scoring_pb2.ScoreGroupsRequest()
             chunk.CopyFrom(base)
             chunk.groups.extend(request.groups[start:end])
-            response = self._call(self._stub.ScoreGroups, chunk, deadline, chunk_offset=start)
+            response = self._call("ScoreGroups", chunk, deadline, chunk_offset=start,
+                                  key=run_id or None)
             if (request.advantage.estimator == advantage_pb2.ESTIMATOR_UNSPECIFIED and
                     _split.looks_batch_normalized(
                         response.rewards, [len(g.completions) for g in chunk.groups], response)):
@@ -249,7 +294,7 @@ class Client:
                           _split.ADVANTAGES_RESPONSE_OVERHEAD)
         if (request.ByteSize() <= self.max_request_bytes and
                 response_bound <= self.max_request_bytes):
-            return self._call(self._stub.ComputeAdvantages, request, deadline)
+            return self._call("ComputeAdvantages", request, deadline)
 
         self._refuse_batch_normalized(request.options.estimator,
                                       max(request.ByteSize(), response_bound))
@@ -283,7 +328,7 @@ class Client:
                 chunk.outcomes.extend(request.outcomes[first:last])
             if request.accuracy:
                 chunk.accuracy.extend(request.accuracy[first:last])
-            response = self._call(self._stub.ComputeAdvantages, chunk, deadline,
+            response = self._call("ComputeAdvantages", chunk, deadline,
                                   chunk_offset=start)
             if (request.options.estimator == advantage_pb2.ESTIMATOR_UNSPECIFIED and
                     _split.looks_batch_normalized(chunk.rewards, sizes[start:end], response)):
@@ -297,8 +342,8 @@ class Client:
                    timeout: Optional[float] = None) -> monitor_pb2.GetRunHealthResponse:
         """GetRunHealth: OK / WARN / CRITICAL per run from the ScoreGroups calls that carried a
         run_id; "" lists every tracked run. An unknown run: RlscoreError NOT_FOUND."""
-        return self._call(self._stub.GetRunHealth, monitor_pb2.GetRunHealthRequest(run_id=run_id),
-                          self._deadline(timeout))
+        return self._call("GetRunHealth", monitor_pb2.GetRunHealthRequest(run_id=run_id),
+                          self._deadline(timeout), key=run_id or None)
 
     # --- Evaluation pipelines --------------------------------------------------------------------
 
@@ -317,7 +362,7 @@ class Client:
         request = score_request(items, profile, pass_at_k)
         deadline = self._deadline(timeout)
         if request.ByteSize() <= self.max_request_bytes:
-            return self._call(self._stub.Score, request, deadline)
+            return self._call("Score", request, deadline)
 
         base = scoring_pb2.ScoreRequest()
         base.CopyFrom(request)
@@ -330,7 +375,7 @@ class Client:
             chunk = scoring_pb2.ScoreRequest()
             chunk.CopyFrom(base)
             chunk.items.extend(request.items[start:end])
-            responses.append(self._call(self._stub.Score, chunk, deadline, chunk_offset=start))
+            responses.append(self._call("Score", chunk, deadline, chunk_offset=start))
         return _split.merge_score(responses, [item.prompt_id for item in request.items],
                                   list(request.pass_at_k))
 
@@ -415,30 +460,67 @@ class Client:
         cap = min(self.max_backoff, self.backoff * 2.0**retry)
         return cap / 2 + self._rand() * cap / 2
 
-    def _call(self, method, request, deadline: float, *, chunk_offset: Optional[int] = None):
-        """One unary call with retries (see _retryable), all within `deadline` (a clock() time)."""
+    def _count(self, **deltas: int) -> None:
+        with self._stats_lock:
+            for name, delta in deltas.items():
+                self._stats[name] += delta
+
+    def _call(self, method: str, request, deadline: float, *,
+              chunk_offset: Optional[int] = None, key: Optional[str] = None):
+        """One unary call with retries (see _retryable), all within `deadline` (a clock() time),
+        on the replica `key` sticks to (round robin without one), failing over to others."""
         attempt = 0
+        tried = set()
+        endpoint = None
+        self._count(calls=1)
         while True:
             remaining = deadline - self._clock()
             if remaining <= 0:
                 raise RlscoreError(grpc.StatusCode.DEADLINE_EXCEEDED,
                                    "the deadline passed before attempt %d" % (attempt + 1),
                                    attempts=attempt, chunk_offset=chunk_offset)
+            previous = endpoint
+            endpoint = self._replicas.pick(key, avoid=previous)
+            if attempt > 0:
+                self._count(retries=1, retried_calls=1 if attempt == 1 else 0,
+                            failovers=1 if endpoint is not previous else 0)
+            tried.add(endpoint.address)
+            self._count(attempts=1)
             try:
-                return method(request, timeout=remaining)
+                response = getattr(endpoint.stub, method)(request, timeout=remaining)
             except grpc.RpcError as e:
                 attempt += 1
                 code = e.code() if hasattr(e, "code") else grpc.StatusCode.UNKNOWN
                 details = e.details() if hasattr(e, "details") else str(e)
-                if not _retryable(e, code) or attempt > self.retries:
+                if not _retryable(e, code, details):
                     raise RlscoreError(code, details or "", attempts=attempt,
                                        chunk_offset=chunk_offset) from None
+                self._replicas.failed(endpoint)
+                if attempt > self.retries:
+                    raise RlscoreError(code, details or "", attempts=attempt,
+                                       chunk_offset=chunk_offset) from None
+                if self._budget is not None and not self._budget.on_failure():
+                    self._count(not_retried_budget=1)
+                    raise RlscoreError(
+                        code, "%s; not retried: the retry budget is spent (most recent attempts "
+                        "failed, the service looks down)" % details, attempts=attempt,
+                        chunk_offset=chunk_offset) from None
+                # Another replica that this call has not tried and that is up: at once.
+                fresh = [r for r in self._replicas.endpoints
+                         if r.address not in tried and r.down_until <= self._clock()]
+                if fresh:
+                    continue
                 delay = self.backoff_delay(attempt - 1)
                 if self._clock() + delay >= deadline:
                     raise RlscoreError(
                         code, "%s; not retried: the deadline would pass during the %.3gs backoff"
                         % (details, delay), attempts=attempt, chunk_offset=chunk_offset) from None
                 self._sleep(delay)
+            else:
+                self._replicas.succeeded(endpoint)
+                if self._budget is not None:
+                    self._budget.on_success()
+                return response
 
     def _refuse_batch_normalized(self, estimator: int, size: int, whose: str = "") -> None:
         # Every estimator that normalises over the whole batch: batch-normalised,
@@ -465,10 +547,20 @@ _BATCH_LEVEL_ESTIMATORS = frozenset({advantage_pb2.ESTIMATOR_BATCH_NORMALIZED,
 RETRYABLE_TRAILER = "rlscore-retryable"
 
 
-def _retryable(error: grpc.RpcError, code: grpc.StatusCode) -> bool:
-    """UNAVAILABLE, or RESOURCE_EXHAUSTED that the server marked retryable."""
+# What gRPC reports when a connection broke under a call (a replica killed, a reset, a GOAWAY
+# before the answer): the call may not have run, and the calls are idempotent, so it is retried.
+_CONNECTION_BROKE = re.compile(
+    r"Stream removed|Socket closed|Connection reset|connection reset|Broken pipe|RST_STREAM|"
+    r"GOAWAY|failed to connect|Connection refused|EOF", re.IGNORECASE)
+
+
+def _retryable(error: grpc.RpcError, code: grpc.StatusCode, details: str = "") -> bool:
+    """UNAVAILABLE; RESOURCE_EXHAUSTED that the server marked retryable; UNKNOWN or INTERNAL
+    that say the connection broke."""
     if code == grpc.StatusCode.UNAVAILABLE:
         return True
+    if code in (grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL):
+        return bool(_CONNECTION_BROKE.search(details or ""))
     if code != grpc.StatusCode.RESOURCE_EXHAUSTED or not hasattr(error, "trailing_metadata"):
         return False
     return any(key == RETRYABLE_TRAILER for key, _ in (error.trailing_metadata() or ()))
