@@ -18,6 +18,8 @@ std::string_view MethodName(Method method) {
       return "POST /get_reward";
     case Method::kHttpReward:
       return "POST /reward";
+    case Method::kHttpVerify:
+      return "POST /verify";
   }
   return "unknown";
 }

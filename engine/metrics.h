@@ -29,9 +29,10 @@ enum class Method {
   kMonitorGeneration,
   kGetRunHealth,
   kHttpGetReward,
-  kHttpReward
+  kHttpReward,
+  kHttpVerify
 };
-inline constexpr int kNumMethods = 7;
+inline constexpr int kNumMethods = 8;
 std::string_view MethodName(Method method);
 
 // Implementations are thread-safe: every member may be called concurrently, from any thread.

@@ -11,8 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 #include "common/strings.h"
 #include "engine/request_cost.h"
+#include "http/nemo_gym.h"
 #include "http/rewards.h"
 
 namespace rlscore::http {
@@ -140,6 +142,9 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
   }
   mg_set_request_handler(listener->civetweb_, "/get_reward$", HandleReward, &listener->openrlhf_);
   mg_set_request_handler(listener->civetweb_, "/reward$", HandleReward, &listener->slime_);
+  mg_set_request_handler(listener->civetweb_, "/verify$", HandleReward, &listener->nemo_gym_);
+  mg_set_request_handler(listener->civetweb_, "/seed_session$", HandleSeedSession, nullptr);
+  mg_set_request_handler(listener->civetweb_, "/$", HandleRoot, nullptr);
   mg_set_request_handler(listener->civetweb_, "/healthz$", HandleHealth, listener.get());
   mg_server_port ports[4];
   const int count = mg_get_server_ports(listener->civetweb_, 4, ports);
@@ -163,6 +168,18 @@ int HttpListener::HandleHealth(mg_connection* conn, void*) {
   return 200;
 }
 
+// NeMo Gym's agents seed a session before a rollout; rlscore keeps no session state.
+int HttpListener::HandleSeedSession(mg_connection* conn, void*) {
+  Reply(conn, 200, "application/json", "{}");
+  return 200;
+}
+
+// NeMo Gym polls a server's base URL until it answers.
+int HttpListener::HandleRoot(mg_connection* conn, void*) {
+  Reply(conn, 200, "application/json", "{\"status\":\"ok\"}");
+  return 200;
+}
+
 int HttpListener::HandleReward(mg_connection* conn, void* route) {
   const Route* r = static_cast<const Route*>(route);
   return r->listener->Serve(conn, r->protocol);
@@ -178,11 +195,12 @@ int HttpListener::Serve(mg_connection* conn, Protocol protocol) {
     return 405;
   }
   const engine::Method method = protocol == Protocol::kOpenRlhf ? engine::Method::kHttpGetReward
-                                                                : engine::Method::kHttpReward;
+                                : protocol == Protocol::kSlime  ? engine::Method::kHttpReward
+                                                                : engine::Method::kHttpVerify;
   const absl::Time start = absl::Now();
   if (context_.metrics != nullptr) context_.metrics->CallStarted(method);
 
-  v1::ScoreGroupsResponse response;
+  std::string reply;
   absl::Status status;
   // The query first: reading the body reuses the buffer the request line is in.
   absl::StatusOr<std::string> profile = QueryParameter(info, "profile");
@@ -210,18 +228,21 @@ int HttpListener::Serve(mg_connection* conn, Protocol protocol) {
     // The work runs on the call pool, as gRPC calls do: a full stack and the same threads.
     auto done = std::make_shared<std::promise<absl::Status>>();
     std::future<absl::Status> result = done->get_future();
-    calls_->Submit([&, done] {
-      done->set_value(Score(protocol, *body, *profile, *run_id, *step, &response));
-    });
+    calls_->Submit(
+        [&, done] { done->set_value(Score(protocol, *body, *profile, *run_id, *step, &reply)); });
     status = result.get();
   }
 
-  const int http_status =
-      engine::RetryableLimit(status).has_value() ? 503 : HttpStatusOf(status.code());
-  const std::string reply =
-      !status.ok() ? ErrorReply(std::string_view(status.message().data(), status.message().size()))
-      : protocol == Protocol::kOpenRlhf ? OpenRlhfReply(response)
-                                        : SlimeReply(response);
+  int http_status = engine::RetryableLimit(status).has_value() ? 503 : HttpStatusOf(status.code());
+  if (!status.ok()) {
+    const std::string_view message(status.message().data(), status.message().size());
+    if (protocol == Protocol::kNemoGym) {
+      if (http_status == 400) http_status = 422;  // FastAPI's status for a body it cannot take
+      reply = NemoGymErrorReply(message);
+    } else {
+      reply = ErrorReply(message);
+    }
+  }
   // Counted before the reply is sent, so a client that reads the metrics next sees this request.
   if (context_.metrics != nullptr) {
     context_.metrics->CallFinished(method, status.code(), absl::Now() - start);
@@ -232,11 +253,23 @@ int HttpListener::Serve(mg_connection* conn, Protocol protocol) {
 
 absl::Status HttpListener::Score(Protocol protocol, const std::string& body,
                                  const std::string& profile, const std::string& run_id,
-                                 const std::string& step, v1::ScoreGroupsResponse* response) {
+                                 const std::string& step, std::string* reply) {
   uint64_t prompts_not_found = 0;
-  absl::StatusOr<v1::ScoreGroupsRequest> request = protocol == Protocol::kOpenRlhf
-                                                       ? OpenRlhfToRequest(body, &prompts_not_found)
-                                                       : SlimeToRequest(body);
+  absl::StatusOr<NemoGymVerify> verify;
+  absl::StatusOr<v1::ScoreGroupsRequest> request;
+  switch (protocol) {
+    case Protocol::kOpenRlhf:
+      request = OpenRlhfToRequest(body, &prompts_not_found);
+      break;
+    case Protocol::kSlime:
+      request = SlimeToRequest(body);
+      break;
+    case Protocol::kNemoGym:
+      verify = NemoGymToRequest(body);
+      request = verify.ok() ? absl::StatusOr<v1::ScoreGroupsRequest>(std::move(verify->request))
+                            : absl::StatusOr<v1::ScoreGroupsRequest>(verify.status());
+      break;
+  }
   if (!request.ok()) return request.status();
   if (prompts_not_found > 0) {
     if (context_.metrics != nullptr) context_.metrics->RecordPromptNotFound(prompts_not_found);
@@ -265,7 +298,20 @@ absl::Status HttpListener::Score(Protocol protocol, const std::string& body,
     request->set_run_id(run_id);
     request->set_step(at);
   }
-  return engine::RunScoreGroups(context_, *request, response);
+  v1::ScoreGroupsResponse response;
+  RLSCORE_RETURN_IF_ERROR(engine::RunScoreGroups(context_, *request, &response));
+  switch (protocol) {
+    case Protocol::kOpenRlhf:
+      *reply = OpenRlhfReply(response);
+      break;
+    case Protocol::kSlime:
+      *reply = SlimeReply(response);
+      break;
+    case Protocol::kNemoGym:
+      *reply = NemoGymReply(*verify, response);
+      break;
+  }
+  return absl::OkStatus();
 }
 
 int64_t HttpListener::NextStep(const std::string& run_id) {

@@ -4,9 +4,12 @@
 //
 //   POST /get_reward[?profile=P&run_id=R&step=S]   OpenRLHF's remote reward (rewards.h)
 //   POST /reward[?profile=P&run_id=R&step=S]       slime's remote_rm
+//   POST /verify[?profile=P&run_id=R&step=S]       NeMo Gym's resources server (nemo_gym.h), and
+//   POST /seed_session -> {}, GET / -> {"status": "ok"}, which its agents call too
 //   GET  /healthz                                  "ok" while serving
 //
-// A malformed body gets 400 with {"error": "..."} naming what was wrong; an unknown profile 404;
+// A malformed body gets 400 with {"error": "..."} naming what was wrong (/verify: 422 with
+// {"detail": "..."}, as NeMo Gym's FastAPI servers answer); an unknown profile 404;
 // a body over max_message_bytes, or a batch over a limit, 413; the listener keeps serving. With a
 // run_id each request is one telemetry batch of the run (GetRunHealth): at `step` when given, else
 // at the run's next step as this listener counts them.
@@ -60,16 +63,18 @@ class HttpListener {
   void Stop();
 
  private:
-  enum class Protocol { kOpenRlhf, kSlime };
+  enum class Protocol { kOpenRlhf, kSlime, kNemoGym };
 
   explicit HttpListener(const engine::ServerOptions& options) : options_(options) {}
   static int HandleReward(mg_connection* conn, void* protocol_listener);
   static int HandleHealth(mg_connection* conn, void* listener);
+  static int HandleSeedSession(mg_connection* conn, void* listener);
+  static int HandleRoot(mg_connection* conn, void* listener);
   int Serve(mg_connection* conn, Protocol protocol);
   // Parses and scores one body (on the call pool).
+  // `reply` is the body to answer with when the status is OK.
   absl::Status Score(Protocol protocol, const std::string& body, const std::string& profile,
-                     const std::string& run_id, const std::string& step,
-                     v1::ScoreGroupsResponse* response);
+                     const std::string& run_id, const std::string& step, std::string* reply);
   // The step of a request of `run_id` that did not name one: one more than the last.
   int64_t NextStep(const std::string& run_id);
 
@@ -90,6 +95,7 @@ class HttpListener {
   };
   Route openrlhf_{this, Protocol::kOpenRlhf};
   Route slime_{this, Protocol::kSlime};
+  Route nemo_gym_{this, Protocol::kNemoGym};
 };
 
 }  // namespace rlscore::http

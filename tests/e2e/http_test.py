@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """End-to-end: the HTTP JSON listener of `rlscore serve --http-address`, with real HTTP requests.
 
-OpenRLHF's remote reward (POST /get_reward) and slime's (POST /reward) as those trainers send
-them; malformed JSON, wrong methods, unknown profiles and oversized bodies get a 4xx with a
+OpenRLHF's remote reward (POST /get_reward), slime's (POST /reward) and NeMo Gym's resources
+server (POST /verify, with /seed_session and GET /) as those trainers send them; malformed JSON, wrong methods, unknown profiles and oversized bodies get a 4xx with a
 message and the server keeps serving. Run by ctest; standalone:
 
   /usr/bin/python3 tests/e2e/http_test.py --binary build/cli/rlscore --stubs build/python -v
@@ -245,6 +245,132 @@ class HttpBodyReservationTest(unittest.TestCase):
                                                            "label": "1"})
         self.assertEqual((status, reply), (200, 1.1))
 
+
+
+class NemoGymClient:
+    """NeMo Gym's calling convention (nemo_gym/server_utils.py): a JSON dict serialised whole
+    (pydantic model_dump: every field, nulls included, compact like orjson), POSTed with only
+    Content-Type: application/json; no cookie jar (the agent passes the previous reply's cookies
+    by hand) and no timeout; any status but 2xx is an error (raise_for_status); the reply is read
+    as JSON. An agent polls the server's base URL, seeds a session with the run request, calls the
+    model, then verifies the run request plus the model's response."""
+
+    def __init__(self, port):
+        self.base = "http://127.0.0.1:%d" % port
+        self.cookies = ""
+
+    def request(self, method, path, payload=None):
+        data = None if payload is None else json.dumps(payload, separators=(",", ":")).encode()
+        headers = {"Content-Type": "application/json"} if data is not None else {}
+        if self.cookies:
+            headers["Cookie"] = self.cookies
+        req = urllib.request.Request(self.base + path, data=data, headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(req) as reply:
+                self.cookies = reply.headers.get("Set-Cookie", "") or self.cookies
+                return reply.status, json.loads(reply.read())
+        except urllib.error.HTTPError as e:  # raise_for_status: the body is read, then raised
+            return e.code, json.loads(e.read() or b"null")
+
+
+def responses_api(answer, reasoning=None):
+    """An OpenAI Responses API object as NeMo Gym's policy model server returns it."""
+    output = []
+    if reasoning is not None:
+        output.append({"id": "rs_1", "type": "reasoning", "encrypted_content": None,
+                       "summary": [{"text": reasoning, "type": "summary_text"}]})
+    output.append({"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
+                   "content": [{"annotations": [], "text": answer, "type": "output_text",
+                                "logprobs": None}]})
+    return {"id": "resp_1", "created_at": 1.0, "model": "policy", "object": "response",
+            "output": output, "parallel_tool_calls": False, "tool_choice": "auto", "tools": [],
+            "error": None, "incomplete_details": None, "instructions": None, "metadata": None,
+            "temperature": 1.0, "top_p": 1.0, "max_output_tokens": None,
+            "previous_response_id": None, "reasoning": None, "status": "completed",
+            "text": None, "truncation": None, "usage": None, "user": None}
+
+
+class NemoGymVerifyTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = RunningServer(ARGS.binary, "--http-address=127.0.0.1:0")
+        cls.client = NemoGymClient(cls.server.http_port)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def run_request(self, expected="\\(\\frac{1}{2}\\)"):
+        # A dataset row of NeMo Gym's math resources server, with the agent's own extra keys.
+        return {"responses_create_params": {"input": [{"role": "user", "type": "message",
+                                                       "content": "What is 1/4 + 1/4?"}],
+                                            "temperature": None, "max_output_tokens": None},
+                "question": "What is 1/4 + 1/4?", "expected_answer": expected,
+                "agent_ref": {"type": "responses_api_agents", "name": "math_agent"},
+                "_ng_task_index": 3, "_ng_rollout_index": 0}
+
+    def rollout(self, answer, reasoning=None, run=None):
+        status, ok = self.client.request("GET", "/")
+        self.assertEqual((status, ok), (200, {"status": "ok"}))
+        run = run or self.run_request()
+        status, seeded = self.client.request("POST", "/seed_session", run)
+        self.assertEqual((status, seeded), (200, {}))
+        return self.client.request("POST", "/verify",
+                                   dict(run, response=responses_api(answer, reasoning)))
+
+    def test_right_and_wrong_answers(self):
+        status, reply = self.rollout("So the sum is $\\boxed{0.5}$.", reasoning="1/4+1/4 = 2/4")
+        self.assertEqual(status, 200, reply)
+        self.assertEqual(reply["reward"], 1.1)  # accuracy and the gated format reward
+        self.assertEqual(reply["library_reward"], 1.0)
+        self.assertEqual(reply["extracted_answer"], "0.5")
+        self.assertIsNone(reply["judge_evaluations"])
+        self.assertEqual(reply["rlscore"]["verdict"], "VERDICT_CORRECT")
+        # The request comes back with it, as NeMo Gym's servers echo it.
+        self.assertEqual(reply["question"], "What is 1/4 + 1/4?")
+        self.assertEqual(reply["response"]["output"][1]["content"][0]["text"],
+                         "So the sum is $\\boxed{0.5}$.")
+        status, reply = self.rollout("The sum is \\boxed{1/3}.")
+        self.assertEqual(status, 200, reply)
+        self.assertEqual((reply["reward"], reply["library_reward"]), (0.0, 0.0))
+        self.assertEqual(reply["rlscore"]["verdict"], "VERDICT_WRONG")
+
+    def test_reasoning_is_not_graded_and_loops_in_it_are_penalised(self):
+        # The answer only in the reasoning item earns nothing.
+        status, reply = self.rollout("I am not sure.", reasoning="the answer is \\boxed{1/2}")
+        self.assertEqual(status, 200, reply)
+        self.assertEqual(reply["library_reward"], 0.0)
+        status, reply = self.rollout("\\boxed{1/2}",
+                                     reasoning="Wait, let me double check the previous step. " * 60)
+        self.assertEqual(status, 200, reply)
+        self.assertEqual(reply["rlscore"]["repetition"], -0.5)
+
+    def test_instruction_following_rows(self):
+        run = {"responses_create_params": {"input": "Answer without commas."},
+               "instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}],
+               "prompt": "Answer without commas."}
+        status, reply = self.rollout("No commas in this answer.", run=run)
+        self.assertEqual(status, 200, reply)
+        self.assertEqual(reply["library_reward"], 1.0)
+        self.assertEqual(reply["rlscore"]["instructions"],
+                         [{"id": "punctuation:no_comma", "strict": True, "loose": True}])
+
+    def test_malformed_bodies_are_422_and_the_server_keeps_serving(self):
+        for body, words in [
+                ({"responses_create_params": {"input": "x"}, "expected_answer": "1"}, "response"),
+                (dict(self.run_request(), response={"output": [{"id": "m"}]}),
+                 "response.output[0].type"),
+                (dict(self.run_request(), response={"output": [
+                    {"type": "message", "content": [{"type": "output_text", "text": 3}]}]}),
+                 "response.output[0].content[0].text"),
+                ({"response": responses_api("1")}, "expected_answer")]:
+            status, reply = self.client.request("POST", "/verify", body)
+            self.assertEqual(status, 422, reply)
+            self.assertIn(words, reply["detail"])
+        status, reply = self.rollout("\\boxed{1/2}")
+        self.assertEqual(status, 200, reply)
+        # Counted under their own method.
+        self.assertIn('method="POST /verify"', self.server.metrics())
 
 def main():
     global ARGS
