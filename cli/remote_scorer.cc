@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "absl/synchronization/mutex.h"
 #include "cli/batch_scorer.h"
+#include "common/mutex.h"
 #include "engine/admission.h"
 #include "rlscore/v1/scoring_service.grpc.pb.h"
 #include "service/grpc_status.h"
@@ -64,7 +64,8 @@ struct Replica {
   std::string address;
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<v1::ScoringService::Stub> stub;
-  mutable absl::Mutex mu;
+  // rlscore::Mutex, not absl::Mutex: Debian's abseil is not built for ThreadSanitizer.
+  Mutex mu;
   std::chrono::steady_clock::time_point down_until ABSL_GUARDED_BY(mu);
   int failures ABSL_GUARDED_BY(mu) = 0;
 };
@@ -91,7 +92,7 @@ class RemoteScorer final : public BatchScorer {
       response->Clear();
       const grpc::Status status = replica.stub->Score(&context, request, response);
       if (status.ok()) {
-        absl::MutexLock lock(&replica.mu);
+        MutexLock lock(&replica.mu);
         replica.failures = 0;
         return absl::OkStatus();
       }
@@ -133,7 +134,7 @@ class RemoteScorer final : public BatchScorer {
     auto soonest_time = std::chrono::steady_clock::time_point::max();
     for (size_t k = 1; k <= n; ++k) {
       const size_t i = (index + k) % n;
-      absl::MutexLock lock(&replicas_[i]->mu);
+      MutexLock lock(&replicas_[i]->mu);
       if (replicas_[i]->down_until <= now) {
         if (!tried[i]) return i;
         if (up == n) up = i;
@@ -146,7 +147,7 @@ class RemoteScorer final : public BatchScorer {
   }
 
   static void SetAside(Replica& replica) {
-    absl::MutexLock lock(&replica.mu);
+    MutexLock lock(&replica.mu);
     ++replica.failures;
     const auto cool_off = std::chrono::milliseconds(
         std::min<int64_t>(30000, int64_t{500} << std::min(replica.failures - 1, 6)));

@@ -184,9 +184,12 @@ class ReplicasTest(unittest.TestCase):
         local = subprocess.run([ARGS.binary, "score", rollouts], capture_output=True, check=True)
         # Small batches, so that the run is hundreds of calls; a replica is killed once a tenth of
         # the output has come back, with calls in flight on it.
+        # stderr to a file: only stdout is read as it comes, and a full stderr pipe (a sanitizer's
+        # report) must not stall the run.
+        err_file = tempfile.TemporaryFile()
         proc = subprocess.Popen([ARGS.binary, "score", rollouts, "--server", self.target,
                                  "--batch-size", "8"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                stdout=subprocess.PIPE, stderr=err_file)
         chunks, killed_at = [], None
         got = 0
         while True:
@@ -198,8 +201,9 @@ class ReplicasTest(unittest.TestCase):
             if killed_at is None and got >= 1000:
                 self.servers[0].proc.kill()
                 killed_at = got
-        err = proc.stderr.read()
         proc.wait(300)
+        err_file.seek(0)
+        err = err_file.read()
         self.assertEqual(proc.returncode, 0, err.decode())
         self.assertIsNotNone(killed_at)
         self.assertLess(killed_at, 9000, "the replica must die while the file is being scored")
