@@ -889,6 +889,23 @@ class ReplicasTest(unittest.TestCase):
         self.assertLess(stats["attempts"], 4 * 9 // 2)
         self.assertIn("retry budget is spent", raised.exception.message)
 
+    def test_run_health_of_every_run_across_replicas(self):
+        servers = [start_server(self), start_server(self)]
+        client = Client([s.address for s in servers], timeout=30)
+        self.addCleanup(client.close)
+        runs = ["run-%d" % i for i in range(8)]
+        for run in runs:
+            client.score_groups([{"reference": "1", "completions": ["<think>a</think>\\boxed{1}",
+                                                                    "<think>a</think>\\boxed{2}"]}],
+                                run_id=run, step=1)
+        # The runs live on both replicas, each on one.
+        homes = {run: client._replicas.pick(run).address for run in runs}
+        self.assertEqual(len(set(homes.values())), 2)
+        listed = client.run_health()
+        self.assertEqual([r.run_id for r in listed.runs], sorted(runs))
+        self.assertTrue(all(r.batches == 1 for r in listed.runs))
+        self.assertEqual(client.run_health("run-3").runs[0].run_id, "run-3")
+
     def test_failover_to_a_live_replica_at_once(self):
         live = start_server(self)
         dead = socket.socket()

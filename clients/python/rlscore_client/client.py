@@ -341,9 +341,36 @@ class Client:
     def run_health(self, run_id: str = "", *,
                    timeout: Optional[float] = None) -> monitor_pb2.GetRunHealthResponse:
         """GetRunHealth: OK / WARN / CRITICAL per run from the ScoreGroups calls that carried a
-        run_id; "" lists every tracked run. An unknown run: RlscoreError NOT_FOUND."""
-        return self._call("GetRunHealth", monitor_pb2.GetRunHealthRequest(run_id=run_id),
-                          self._deadline(timeout), key=run_id or None)
+        run_id; "" lists every tracked run. An unknown run: RlscoreError NOT_FOUND.
+
+        With several replicas, a run's calls stick to one replica, and run_health(run_id) asks
+        that one; "" asks every replica that answers and lists the runs of all of them (a run two
+        replicas know, after a failover, from the one with more batches)."""
+        request = monitor_pb2.GetRunHealthRequest(run_id=run_id)
+        deadline = self._deadline(timeout)
+        endpoints = self._replicas.endpoints
+        if run_id or len(endpoints) == 1:
+            return self._call("GetRunHealth", request, deadline, key=run_id or None)
+        runs = {}
+        answered = False
+        for endpoint in endpoints:
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                break
+            try:
+                reply = endpoint.stub.GetRunHealth(request, timeout=remaining)
+            except grpc.RpcError:
+                continue  # a replica that is down has no runs to add
+            answered = True
+            self._replicas.succeeded(endpoint)
+            for run in reply.runs:
+                if run.run_id not in runs or run.batches > runs[run.run_id].batches:
+                    runs[run.run_id] = run
+        if not answered:  # none answered: the usual retries and error
+            return self._call("GetRunHealth", request, deadline)
+        merged = monitor_pb2.GetRunHealthResponse()
+        merged.runs.extend(runs[k] for k in sorted(runs))
+        return merged
 
     # --- Evaluation pipelines --------------------------------------------------------------------
 
