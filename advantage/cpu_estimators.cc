@@ -13,7 +13,7 @@ namespace rlscore::advantage {
 namespace {
 
 using reference::BelowThreshold;
-using reference::CauseFromOutcomeSet;
+using reference::CauseFromOutcomes;
 
 bool IsScorable(const Batch& batch, size_t index) {
   return batch.outcomes.empty() || batch.outcomes[index] != Outcome::kUnscorable;
@@ -95,18 +95,6 @@ bool BitIdentical(std::span<const double> x) {
     if (std::bit_cast<uint64_t>(v) != std::bit_cast<uint64_t>(x[0])) return false;
   }
   return true;
-}
-
-// The cause a zero-variance group of several scorable entries gets from its outcomes, or kNone.
-ZeroVarianceCause CauseFromOutcomes(const Batch& batch, size_t offset, size_t size) {
-  if (batch.outcomes.empty()) return ZeroVarianceCause::kNone;
-  uint32_t present = 0;
-  for (size_t i = offset; i < offset + size; ++i) {
-    if (batch.outcomes[i] != Outcome::kUnscorable) {
-      present |= 1u << static_cast<int>(batch.outcomes[i]);
-    }
-  }
-  return CauseFromOutcomeSet(present);
 }
 
 absl::Status BatchOverflow(const char* what) {

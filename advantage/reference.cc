@@ -53,18 +53,6 @@ bool IsScorable(const Batch& batch, size_t index) {
   return batch.outcomes.empty() || batch.outcomes[index] != Outcome::kUnscorable;
 }
 
-// The cause from the outcomes of the scorable entries of one group.
-ZeroVarianceCause CauseFromOutcomes(const Batch& batch, size_t offset, size_t size) {
-  if (batch.outcomes.empty()) return ZeroVarianceCause::kNone;
-  uint32_t present = 0;
-  for (size_t i = offset; i < offset + size; ++i) {
-    if (batch.outcomes[i] != Outcome::kUnscorable) {
-      present |= 1u << static_cast<int>(batch.outcomes[i]);
-    }
-  }
-  return CauseFromOutcomeSet(present);
-}
-
 // σ of a group whose Σ(x - μ)² came out tiny: the deviations are rescaled by the largest one
 // before squaring, so σ keeps full precision however small the spread (this matters with τ = 0).
 // Sets `*m2` to the rescaled sum times scale², which may itself underflow.
@@ -101,6 +89,17 @@ void WriteGroup(const Batch& batch, const Options& options, const GroupStats& st
 }
 
 }  // namespace
+
+ZeroVarianceCause CauseFromOutcomes(const Batch& batch, size_t offset, size_t size) {
+  if (batch.outcomes.empty()) return ZeroVarianceCause::kNone;
+  uint32_t present = 0;
+  for (size_t i = offset; i < offset + size; ++i) {
+    if (batch.outcomes[i] != Outcome::kUnscorable) {
+      present |= 1u << static_cast<int>(batch.outcomes[i]);
+    }
+  }
+  return CauseFromOutcomeSet(present);
+}
 
 SumAndIdentity CanonicalSumAndIdentity(const double* x, size_t n) {
   const uint64_t first = std::bit_cast<uint64_t>(x[0]);

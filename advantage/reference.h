@@ -126,6 +126,10 @@ RLSCORE_HOST_DEVICE inline ZeroVarianceCause CauseFromOutcomeSet(uint32_t presen
   }
 }
 
+// The cause from the outcomes of the scorable entries of the group at [offset, offset + size) of
+// `batch`: CauseFromOutcomeSet of the outcomes present; kNone without outcomes. Host only.
+ZeroVarianceCause CauseFromOutcomes(const Batch& batch, size_t offset, size_t size);
+
 // Σ x over n > 0 values in the canonical lane order, and whether every value has the bit pattern
 // of the first (bit-identity, not σ, is the primary zero-variance test: it is exact whatever
 // residue the mean leaves).

@@ -414,41 +414,35 @@ std::vector<char32_t> LowerCodePoints(std::string_view text) {
   return out;
 }
 
-bool IsUpper(std::string_view text) {
+namespace {
+
+// Python's str.isupper() (want_upper) or str.islower(): something cased, and nothing of the other
+// case or title case.
+bool AllCased(std::string_view text, bool want_upper) {
   bool cased = false;
   size_t pos = 0;
   while (pos < text.size()) {
     const unsigned char b = static_cast<unsigned char>(text[pos]);
     if (b < 0x80) {
-      if (b >= 'a' && b <= 'z') return false;
-      cased |= b >= 'A' && b <= 'Z';
+      const bool upper = b >= 'A' && b <= 'Z';
+      const bool lower = b >= 'a' && b <= 'z';
+      if (want_upper ? lower : upper) return false;
+      cased |= want_upper ? upper : lower;
       ++pos;
       continue;
     }
     const char32_t c = NextCodePointSlow(text, &pos);
-    if (IsLowerChar(c) || IsTitleChar(c)) return false;
-    cased |= IsUpperChar(c);
+    if (IsTitleChar(c) || (want_upper ? IsLowerChar(c) : IsUpperChar(c))) return false;
+    cased |= want_upper ? IsUpperChar(c) : IsLowerChar(c);
   }
   return cased;
 }
 
-bool IsLower(std::string_view text) {
-  bool cased = false;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    const unsigned char b = static_cast<unsigned char>(text[pos]);
-    if (b < 0x80) {
-      if (b >= 'A' && b <= 'Z') return false;
-      cased |= b >= 'a' && b <= 'z';
-      ++pos;
-      continue;
-    }
-    const char32_t c = NextCodePointSlow(text, &pos);
-    if (IsUpperChar(c) || IsTitleChar(c)) return false;
-    cased |= IsLowerChar(c);
-  }
-  return cased;
-}
+}  // namespace
+
+bool IsUpper(std::string_view text) { return AllCased(text, /*want_upper=*/true); }
+
+bool IsLower(std::string_view text) { return AllCased(text, /*want_upper=*/false); }
 
 std::string_view StripLeft(std::string_view text) {
   size_t pos = 0;

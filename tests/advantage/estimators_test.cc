@@ -425,8 +425,10 @@ Case RandomCase(std::mt19937_64& gen, const std::vector<Range>& ranges, size_t r
   return c;
 }
 
-TEST(ReinforcePlusPlusBaseline, RandomBatchesMatchLongDoubleReference) {
-  std::mt19937_64 gen(20250114);
+// Random batches of every value range, ragged (groups of 1 to 96) and of `fixed` entries, with
+// and without unscorable entries, under both deviations, against the long-double reference.
+void ExpectRandomBatchesMatchReference(uint64_t seed, Estimator estimator, uint32_t fixed) {
+  std::mt19937_64 gen(seed);
   const std::vector<Range> ranges = Ranges();
   for (size_t range = 0; range < ranges.size(); ++range) {
     SCOPED_TRACE(ranges[range].name);
@@ -435,9 +437,9 @@ TEST(ReinforcePlusPlusBaseline, RandomBatchesMatchLongDoubleReference) {
       const int groups = std::uniform_int_distribution<int>(1, 24)(gen);
       const Case c = trial % 2 == 0
                          ? RandomCase(gen, ranges, range, groups, 1, 96, trial % 3 == 0, 0)
-                         : RandomCase(gen, ranges, range, groups, 16, 16, trial % 3 == 0, 0);
+                         : RandomCase(gen, ranges, range, groups, fixed, fixed, trial % 3 == 0, 0);
       for (Deviation d : {Deviation::kSample, Deviation::kPopulation}) {
-        const Options o = Make(Estimator::kReinforcePlusPlusBaseline, d);
+        const Options o = Make(estimator, d);
         const absl::StatusOr<Result> res = Compute(c.AsBatch(), o);
         ASSERT_TRUE(res.ok()) << res.status();
         ExpectMatchesReference(c, o, *res);
@@ -446,25 +448,12 @@ TEST(ReinforcePlusPlusBaseline, RandomBatchesMatchLongDoubleReference) {
   }
 }
 
+TEST(ReinforcePlusPlusBaseline, RandomBatchesMatchLongDoubleReference) {
+  ExpectRandomBatchesMatchReference(20250114, Estimator::kReinforcePlusPlusBaseline, 16);
+}
+
 TEST(GrpoPassK, RandomBatchesMatchLongDoubleReference) {
-  std::mt19937_64 gen(20250325);
-  const std::vector<Range> ranges = Ranges();
-  for (size_t range = 0; range < ranges.size(); ++range) {
-    SCOPED_TRACE(ranges[range].name);
-    for (int trial = 0; trial < 24; ++trial) {
-      SCOPED_TRACE(absl::StrCat("trial ", trial));
-      const int groups = std::uniform_int_distribution<int>(1, 24)(gen);
-      const Case c = trial % 2 == 0
-                         ? RandomCase(gen, ranges, range, groups, 1, 96, trial % 3 == 0, 0)
-                         : RandomCase(gen, ranges, range, groups, 8, 8, trial % 3 == 0, 0);
-      for (Deviation d : {Deviation::kSample, Deviation::kPopulation}) {
-        const Options o = Make(Estimator::kGrpoPassK, d);
-        const absl::StatusOr<Result> res = Compute(c.AsBatch(), o);
-        ASSERT_TRUE(res.ok()) << res.status();
-        ExpectMatchesReference(c, o, *res);
-      }
-    }
-  }
+  ExpectRandomBatchesMatchReference(20250325, Estimator::kGrpoPassK, 8);
 }
 
 TEST(Gdpo, RandomBatchesMatchLongDoubleReference) {
