@@ -1,14 +1,20 @@
 // rlscore: the command-line front. `rlscore serve` runs the service; `rlscore score` scores a file
-// of rollouts for evaluation.
+// of rollouts for evaluation. Built twice (cli/launcher.h): as `rlscore-service`, with every
+// command in process (RLSCORE_WITH_TRANSPORT), and as `rlscore`, which scores in process and hands
+// the commands that need the transport to rlscore-service.
 #include <signal.h>
 
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include "cli/health.h"
 #include "cli/score.h"
+#if RLSCORE_WITH_TRANSPORT
+#include "cli/health.h"
 #include "cli/serve.h"
+#else
+#include "cli/launcher.h"
+#endif
 
 namespace {
 
@@ -26,7 +32,8 @@ constexpr char kUsage[] =
 
 int main(int argc, char** argv) {
   // Block the shutdown signals before gRPC or prometheus-cpp start a thread, so every thread
-  // inherits the mask and only the drain thread's sigwait() receives them.
+  // inherits the mask and only the drain thread's sigwait() receives them. (execv keeps the
+  // mask: rlscore-service starts with it too.)
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
@@ -37,9 +44,25 @@ int main(int argc, char** argv) {
 
   const std::vector<std::string> args(argv + (argc > 1 ? 2 : 1), argv + argc);
   const std::string command = argc > 1 ? argv[1] : "";
+#if RLSCORE_WITH_TRANSPORT
   if (command == "serve") return rlscore::cli::RunServe(args);
-  if (command == "score") return rlscore::cli::RunScoreCommand(args);
   if (command == "health") return rlscore::cli::RunHealthCommand(args);
+  if (command == "score") return rlscore::cli::RunScoreCommand(args, rlscore::cli::NewRemoteScorer);
+#else
+  if (command == "serve" || command == "health") {
+    std::cerr << "rlscore " << command << ": " << rlscore::cli::HandOverToService(argv).message()
+              << "\n";
+    return 1;
+  }
+  if (command == "score") {
+    return rlscore::cli::RunScoreCommand(
+        args,
+        [argv](const std::string&,
+               absl::Duration) -> absl::StatusOr<std::unique_ptr<rlscore::cli::BatchScorer> > {
+          return rlscore::cli::HandOverToService(argv);
+        });
+  }
+#endif
   if (command == "version" || command == "--version") {
     std::cout << "rlscore " << RLSCORE_VERSION << "\n";
     return 0;

@@ -628,7 +628,7 @@ class FdCloser {
 
 }  // namespace
 
-int RunScoreCommand(std::span<const std::string> args) {
+int RunScoreCommand(std::span<const std::string> args, const RemoteScorerFactory& remote) {
   ScoreFlags f;
   FlagSet flags = MakeScoreFlags(&f);
   absl::StatusOr<ParsedFlags> parsed = flags.Parse(args);
@@ -664,6 +664,16 @@ int RunScoreCommand(std::span<const std::string> args) {
     return 0;
   }
 
+  // Before any file is opened: the launcher's remote scorer hands the whole command over to
+  // another binary.
+  absl::StatusOr<std::unique_ptr<BatchScorer>> scorer =
+      f.server.empty() ? NewLocalScorer(f.options)
+                       : remote(f.server, absl::Seconds(static_cast<int64_t>(f.timeout_secs)));
+  if (!scorer.ok()) {
+    std::cerr << "rlscore score: " << scorer.status().message() << "\n";
+    return 1;
+  }
+
   const std::string input = parsed->positional().empty() ? "-" : parsed->positional().front();
   const int fd = input == "-" ? STDIN_FILENO : open(input.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -688,15 +698,6 @@ int RunScoreCommand(std::span<const std::string> args) {
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   mallopt(M_TOP_PAD, 64 << 20);
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
-
-  absl::StatusOr<std::unique_ptr<BatchScorer>> scorer =
-      f.server.empty()
-          ? NewLocalScorer(f.options)
-          : NewRemoteScorer(f.server, absl::Seconds(static_cast<int64_t>(f.timeout_secs)));
-  if (!scorer.ok()) {
-    std::cerr << "rlscore score: " << scorer.status().message() << "\n";
-    return 1;
-  }
 
   const absl::Time start = absl::Now();
   const bool show_progress =

@@ -118,6 +118,7 @@ PY
 # 1. The runtime stage with the binary under test.
 mkdir "$work/prebuilt"
 cp "$binary" "$work/prebuilt/rlscore"
+cp "$(dirname "$binary")/rlscore-service" "$work/prebuilt/rlscore-service"
 podman build --quiet --format docker -f "$repo/docker/Dockerfile" --target runtime-prebuilt \
   --build-arg BASE="$base" --build-context prebuilt="$work/prebuilt" -t "$image" "$repo" >/dev/null
 check_image "$image" prebuilt

@@ -261,6 +261,22 @@ class ScoreCliTest(unittest.TestCase):
         self.assertEqual(done.returncode, 1)
         self.assertIn("cannot reach an rlscore server at 127.0.0.1:1", done.stderr.decode())
 
+    def test_without_rlscore_service_the_transport_commands_say_what_is_missing(self):
+        # `rlscore` alone (cli/launcher.h): scoring in process works; serve, health and --server
+        # need rlscore-service beside it and say so.
+        alone = os.path.join(self.dir, "alone")
+        os.mkdir(alone)
+        binary = shutil.copy(ARGS.binary, os.path.join(alone, "rlscore"))
+        done = subprocess.run([binary, "score", self.input, "--output", os.devnull],
+                              capture_output=True, timeout=600)
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        for command in (["serve"], ["health"], ["score", self.input, "--server", "127.0.0.1:1"]):
+            done = subprocess.run([binary, *command], capture_output=True, timeout=60)
+            self.assertEqual(done.returncode, 1, command)
+            self.assertIn(f"this command needs the transport, in {os.path.realpath(alone)}/rlscore-service",
+                          done.stderr.decode())
+            self.assertIn("No such file or directory", done.stderr.decode())
+
     def test_usage_errors(self):
         for args, message in [(["--on-error=maybe"], "expected skip or fail"),
                               (["--field", "answer=x"], 'unknown field "answer"'),
