@@ -129,6 +129,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     RLSCORE_FUZZ_CHECK(run.number_run && run.token_offset == *crossed);
     RLSCORE_FUZZ_CHECK(run.first_token_offset == *crossed - runs.max_number_run);
   }
+  // The text scan, which splits as it goes and stops at the first firing, reports what splitting
+  // first does (the fuzzed options, and the number-run options above).
+  for (const scorers::NgramOptions& o : {options, runs}) {
+    const scorers::NgramReport want = scorers::FindRepeatedWords(words, o);
+    const scorers::TextNgramReport got = scorers::FindRepeatedWordsInText(rest, o);
+    RLSCORE_FUZZ_CHECK(got.report.fired == want.fired);
+    if (!want.fired) continue;
+    RLSCORE_FUZZ_CHECK(got.report.number_run == want.number_run &&
+                       got.report.token_offset == want.token_offset &&
+                       got.report.first_token_offset == want.first_token_offset &&
+                       got.report.occurrences == want.occurrences &&
+                       got.report.recurring_percent == want.recurring_percent);
+    // `words` carry the base offset 7.
+    RLSCORE_FUZZ_CHECK(got.char_offset + 7 == words[want.token_offset].offset &&
+                       got.first_char_offset + 7 == words[want.first_token_offset].offset);
+  }
   (void)scorers::FindRepeatedWords(words, scorers::NgramOptions{});
   return 0;
 }

@@ -26,15 +26,7 @@
 namespace rlscore::scorers {
 namespace {
 
-// The splitmix64 / murmur3 finaliser: a bijection of uint64 with full avalanche.
-constexpr uint64_t Mix(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
+using ngram_internal::Mix;
 
 // Odd base of the rolling hash (the golden-ratio constant); arithmetic is mod 2^64.
 constexpr uint64_t kBase = 0x9e3779b97f4a7c15ULL;
@@ -126,7 +118,10 @@ bool NgramStream::Push(uint64_t token, bool number) {
   if (report_.fired || n == 0 || tokens_.size() >= std::numeric_limits<uint32_t>::max()) {
     return false;
   }
-  tokens_.push_back(token);
+  // Kept mixed: the window leaving the hash needs Mix() of its first token again, and Mix is a
+  // bijection, so comparing mixed tokens compares the tokens.
+  const uint64_t mixed = Mix(token);
+  tokens_.push_back(mixed);
   const size_t count = tokens_.size();
   const bool loop = options_.rule == NgramRule::kLoop;
   number_run_ = number ? number_run_ + 1 : 0;
@@ -135,10 +130,10 @@ bool NgramStream::Push(uint64_t token, bool number) {
     return Fire(count - 1, count - number_run_, static_cast<uint32_t>(number_run_));
   }
   if (count <= n) {
-    hash_ = hash_ * kBase + Mix(token);
+    hash_ = hash_ * kBase + mixed;
     if (count < n) return false;
   } else {
-    hash_ = (hash_ - Mix(tokens_[count - 1 - n]) * top_) * kBase + Mix(token);
+    hash_ = (hash_ - tokens_[count - 1 - n] * top_) * kBase + mixed;
   }
   const size_t start = count - n;
   Slot& slot = Add(start, hash_);
@@ -188,30 +183,6 @@ std::string DescribeNgramFiring(const NgramReport& report, const NgramOptions& o
   return text;
 }
 
-// Whether the first `bytes` bytes of a chunk are ASCII digits. The number flag is read from the
-// chunks as they are flushed and at the word's end, not byte by byte: tracking it per byte cost
-// the whole of scoring a 3k-token completion 40 % (scoring_bench).
-static bool AllDigits(uint64_t chunk, unsigned bytes) {
-  for (unsigned i = 0; i < bytes; ++i) {
-    if (static_cast<unsigned char>((chunk >> (8 * i)) & 0xFF) - unsigned{'0'} >= 10) return false;
-  }
-  return true;
-}
-
-void WordSplitter::Flush() {
-  digits_ = digits_ && AllDigits(chunk_, 8);
-  hash_ = Mix(hash_ ^ chunk_);
-  chunk_ = 0;
-  shift_ = 0;
-}
-
-Word WordSplitter::End(size_t end) {
-  in_word_ = false;
-  // Word bytes are never 0, so zero padding cannot make two words equal; the length is mixed in.
-  const bool number = digits_ && AllDigits(chunk_, shift_ / 8);
-  return Word{Mix(hash_ ^ chunk_ ^ (static_cast<uint64_t>(end - begin_) << 56)), begin_, number};
-}
-
 WordSplitter::CharClass WordSplitter::Classify(uint32_t c) {
   // Kana, CJK ideographs (extension A, unified, compatibility): a word each.
   if ((c >= 0x3040 && c <= 0x30FF) || (c >= 0x3400 && c <= 0x4DBF) ||
@@ -239,6 +210,32 @@ std::vector<Word> NormalizedWords(std::string_view text, size_t base_offset) {
   splitter.Feed(text, keep);
   splitter.Finish(keep);
   return words;
+}
+
+TextNgramReport FindRepeatedWordsInText(std::string_view text, const NgramOptions& options) {
+  // Pieces of this many bytes between checks for a firing: small beside a completion, large
+  // beside the per-piece cost.
+  constexpr size_t kPiece = 4096;
+  NgramStream stream(options);
+  // Room for a word every four bytes (English prose has one every five or six, so a clean text
+  // rarely regrows the table) in the first pieces only: a loop fires within a few of them, and
+  // the table doubles as a long clean text needs.
+  stream.Reserve(std::min(text.size(), 4 * kPiece) / 4);
+  WordSplitter splitter;
+  const auto push = [&stream](const Word& w) { stream.Push(w.hash, w.number); };
+  for (size_t at = 0; at < text.size() && !stream.fired(); at += kPiece) {
+    splitter.Feed(text.substr(at, kPiece), push);
+  }
+  if (!stream.fired()) splitter.Finish(push);
+  TextNgramReport out{.report = stream.report()};
+  if (out.report.fired) {
+    // Only a firing needs word offsets: split again the part that was read. The words it names
+    // have ended inside it, and a prefix splits into the same words as the whole up to its end.
+    const std::vector<Word> words = NormalizedWords(text.substr(0, splitter.offset()));
+    out.char_offset = words[out.report.token_offset].offset;
+    out.first_char_offset = words[out.report.first_token_offset].offset;
+  }
+  return out;
 }
 
 std::vector<uint64_t> WordHashes(std::span<const Word> words) {

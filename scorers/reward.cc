@@ -98,12 +98,16 @@ void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t
   std::vector<Word> words;
   const bool by_token_ids = !in.token_ids.empty();
   NgramReport report;
+  TextNgramReport text_report;
   if (by_token_ids) {
     tokens.assign(in.token_ids.begin(), in.token_ids.end());
     report = FindRepeatedNgram(tokens, options.ngram);
-  } else {
-    words = NormalizedWords(in.text);
+  } else if (options.mode == RepetitionMode::kSmooth) {
+    words = NormalizedWords(in.text);  // the smooth penalty reads every word
     report = FindRepeatedWords(words, options.ngram);
+  } else {
+    text_report = FindRepeatedWordsInText(in.text, options.ngram);
+    report = text_report.report;
   }
   if (report.fired) {
     RepetitionFinding& f = score->repetition_finding;
@@ -123,8 +127,9 @@ void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t
           DescribeNgramFiring(report, options.ngram, "token ids", report.first_token_offset),
           "; character offsets estimated");
     } else {
-      f.char_offset = words[report.token_offset].offset;
-      f.first_char_offset = words[report.first_token_offset].offset;
+      f.char_offset = words.empty() ? text_report.char_offset : words[report.token_offset].offset;
+      f.first_char_offset =
+          words.empty() ? text_report.first_char_offset : words[report.first_token_offset].offset;
       f.token_offset = EstimateTokenOffset(f.char_offset, in.text.size(), num_tokens);
       f.detail =
           absl::StrCat(DescribeNgramFiring(report, options.ngram, "words", f.first_char_offset),

@@ -696,5 +696,45 @@ TEST(WordSplitter, AnySplitOfATextGivesItsNormalizedWords) {
   }
 }
 
+// The text scan splits as it goes and stops at the first firing: it must report exactly what the
+// two-step scan reports, for loops and number runs that fire on either side of its 4096-byte
+// pieces, multi-byte characters cut by them, and texts that never fire.
+TEST(FindRepeatedWordsInText, MatchesSplittingFirst) {
+  std::mt19937_64 rng(11);
+  static const char* const kParts[] = {"alpha ", "beta ", "gamma, ", "delta. ",  "Ω ",  "我们",
+                                       "，",     "7 ",    "42 ",     "x\n",      "é ",  "—",
+                                       "sigma ", "tau ",  "\xe4",    "upsilon ", "phi "};
+  const std::string loop = "so the answer must be the same as before, wait, let me check. ";
+  int fired = 0;
+  for (int k = 0; k < 300; ++k) {
+    std::string text = RandomText(rng, rng() % 12000);
+    const size_t parts = rng() % 400;
+    for (size_t i = 0; i < parts; ++i) text += kParts[rng() % std::size(kParts)];
+    if (k % 3 == 0) text += Repeat(loop, 5 + rng() % 60);
+    if (k % 5 == 0) {
+      for (int i = 0; i < 530; ++i) absl::StrAppend(&text, i, " ");
+    }
+    text += RandomText(rng, rng() % 3000);
+    for (const NgramRule rule : {NgramRule::kLoop, NgramRule::kLiteral}) {
+      NgramOptions options;
+      options.rule = rule;
+      const std::vector<Word> words = NormalizedWords(text);
+      const NgramReport want = FindRepeatedWords(words, options);
+      const TextNgramReport got = FindRepeatedWordsInText(text, options);
+      ASSERT_EQ(got.report.fired, want.fired) << k;
+      if (!want.fired) continue;
+      ++fired;
+      EXPECT_EQ(got.report.number_run, want.number_run) << k;
+      EXPECT_EQ(got.report.token_offset, want.token_offset) << k;
+      EXPECT_EQ(got.report.first_token_offset, want.first_token_offset) << k;
+      EXPECT_EQ(got.report.occurrences, want.occurrences) << k;
+      EXPECT_EQ(got.report.recurring_percent, want.recurring_percent) << k;
+      EXPECT_EQ(got.char_offset, words[want.token_offset].offset) << k;
+      EXPECT_EQ(got.first_char_offset, words[want.first_token_offset].offset) << k;
+    }
+  }
+  EXPECT_GT(fired, 150);  // the loops and runs above do fire, under both rules
+}
+
 }  // namespace
 }  // namespace rlscore::scorers
