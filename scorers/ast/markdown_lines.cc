@@ -3,6 +3,10 @@
 #include <bit>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace rlscore::scorers::ast {
 namespace {
 
@@ -411,19 +415,87 @@ struct FingerprintTable {
 constexpr FingerprintTable kProseFingerprint(false);
 constexpr FingerprintTable kCodeFingerprint(true);
 
-uint64_t Fingerprint(std::string_view s, const FingerprintTable& table) {
-  // Branch-free: a branch per byte would mispredict at every word boundary.
-  uint64_t runs = 0;
-  uint64_t weights = 0;
-  uint64_t in_run = 0;
+// Fingerprint's definition, a byte at a time. Branch-free: a branch per byte would mispredict at
+// every word boundary. `in_run` (0 or 1) carries the state of the byte before `s`.
+void FingerprintBytes(std::string_view s, const FingerprintTable& table, uint64_t* runs,
+                      uint64_t* weights, uint64_t* in_run) {
   for (const char c : s) {
     const uint64_t w = table.of[static_cast<unsigned char>(c)];
     const uint64_t run = w == 1;
     const uint64_t ignored = w == 2;
-    runs += run & ~in_run;
-    in_run = run | (in_run & ignored);
-    weights += w & (0 - static_cast<uint64_t>(w > 2));
+    *runs += run & ~*in_run;
+    *in_run = run | (*in_run & ignored);
+    *weights += w & (0 - static_cast<uint64_t>(w > 2));
   }
+}
+
+#if defined(__SSE2__)
+// Bit k: whether byte k of the 16 at `p` lies in [lo, hi] (unsigned), from a signed compare of
+// the bytes shifted so that lo becomes -128.
+inline uint64_t InRange16(__m128i v, unsigned char lo, unsigned char hi) {
+  const __m128i shifted = _mm_add_epi8(v, _mm_set1_epi8(static_cast<char>(-128 - lo)));
+  const __m128i limit = _mm_set1_epi8(static_cast<char>(-128 + (hi - lo + 1)));
+  return static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmplt_epi8(shifted, limit)));
+}
+inline uint64_t Equal16(__m128i v, char c) {
+  return static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(c))));
+}
+
+// The classes of FingerprintTable for 64 bytes, one bit per byte: run bytes (letters, `_`),
+// ignored bytes (`*` in prose) and weighted bytes (the rest that is not a separator).
+struct ByteClasses {
+  uint64_t run = 0;
+  uint64_t ignored = 0;
+  uint64_t weighted = 0;
+};
+inline ByteClasses Classify64(const char* p, bool prose) {
+  ByteClasses m;
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
+    // ASCII letters are the bytes that fall in a..z once 0x20 is set.
+    const uint64_t run =
+        InRange16(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 'z') | Equal16(v, '_');
+    uint64_t separator = InRange16(v, '0', '9') | Equal16(v, ' ') | Equal16(v, '\t') |
+                         InRange16(v, '\v', '\r') | Equal16(v, '.');
+    uint64_t ignored = 0;
+    if (prose) {
+      separator |= Equal16(v, ',');
+      ignored = Equal16(v, '*');
+    }
+    m.run |= run << (16 * k);
+    m.ignored |= ignored << (16 * k);
+    m.weighted |= (~(run | separator | ignored) & 0xFFFF) << (16 * k);
+  }
+  return m;
+}
+#endif
+
+// A line's fingerprint (see FingerprintTable): 64 bytes at a time where SSE2 is there, with
+// exactly FingerprintBytes' result. A run byte is in a run; an ignored byte is in one when the
+// byte before it is, which an addition carries through a stretch of ignored bytes at once.
+uint64_t Fingerprint(std::string_view s, const FingerprintTable& table) {
+  uint64_t runs = 0;
+  uint64_t weights = 0;
+  uint64_t in_run = 0;
+  size_t i = 0;
+#if defined(__SSE2__)
+  const bool prose = table.of[static_cast<unsigned char>('*')] == 2;
+  for (; i + 64 <= s.size(); i += 64) {
+    const ByteClasses m = Classify64(s.data() + i, prose);
+    // Ignored bytes right after a byte in a run start a carried stretch; adding them to the
+    // ignored mask flips that whole stretch.
+    const uint64_t starts = ((m.run << 1) | in_run) & m.ignored;
+    const uint64_t carried = ((m.ignored + starts) ^ m.ignored) & m.ignored;
+    const uint64_t inside = m.run | carried;
+    runs += static_cast<uint64_t>(std::popcount(m.run & ~((inside << 1) | in_run)));
+    in_run = inside >> 63;
+    for (uint64_t w = m.weighted; w != 0; w &= w - 1) {
+      weights +=
+          table.of[static_cast<unsigned char>(s[i + static_cast<size_t>(std::countr_zero(w))])];
+    }
+  }
+#endif
+  FingerprintBytes(s.substr(i), table, &runs, &weights, &in_run);
   return MixHash(runs, weights);
 }
 
@@ -483,6 +555,18 @@ void SegmentBlocks(std::string_view text, LineScan* scan) {
 }
 
 }  // namespace
+
+uint64_t LineFingerprint(std::string_view content, bool code) {
+  return Fingerprint(content, code ? kCodeFingerprint : kProseFingerprint);
+}
+
+uint64_t LineFingerprintBytewise(std::string_view content, bool code) {
+  uint64_t runs = 0;
+  uint64_t weights = 0;
+  uint64_t in_run = 0;
+  FingerprintBytes(content, code ? kCodeFingerprint : kProseFingerprint, &runs, &weights, &in_run);
+  return MixHash(runs, weights);
+}
 
 uint64_t MixHash(uint64_t h, uint64_t value) {
   // splitmix64's finaliser over h·k ^ value: order-sensitive and well spread.

@@ -94,4 +94,10 @@ void KeyBlock(std::string_view text, size_t block, LineScan* scan);
 // ScanStructure and every block keyed.
 LineScan ScanLines(std::string_view text);
 
+// The fingerprint of one line's content after its markers (`code`: a line inside a fence), as
+// ScanStructure mixes it into its block's; and the same computed a byte at a time, which the
+// first must always equal (it takes 64 bytes at a time). For tests.
+uint64_t LineFingerprint(std::string_view content, bool code);
+uint64_t LineFingerprintBytewise(std::string_view content, bool code);
+
 }  // namespace rlscore::scorers::ast

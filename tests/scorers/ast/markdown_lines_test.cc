@@ -1,6 +1,7 @@
 #include "scorers/ast/markdown_lines.h"
 
 #include <map>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -207,6 +208,31 @@ TEST(MarkdownLines, GroupsLinesIntoBlocks) {
 TEST(MarkdownLines, BacktickInfoStringWithBacktickIsNotAFence) {
   EXPECT_TRUE(ScanLines("``` a`b\ncode").fences.empty());
   EXPECT_EQ(ScanLines("~~~ a`b\ncode").fences.size(), 1u);
+}
+
+// The fingerprint taken 64 bytes at a time equals its byte-at-a-time definition: over lines of
+// every byte class (runs, `*` inside and across runs, separators, punctuation, non-ASCII, `\n`)
+// of every length around the 64-byte blocks, and runs and `*` stretches that cross a block.
+TEST(LineFingerprint, EqualsTheByteAtATimeDefinition) {
+  std::mt19937_64 rng(3);
+  static const char kBytes[] = "aZq_*** ,.,09\t\v\f\r\n$\\{}()=+-'\"#>|~`";
+  for (int k = 0; k < 4000; ++k) {
+    std::string line;
+    const size_t length = rng() % 300;
+    const bool runs_of_one_class = k % 4 == 0;
+    while (line.size() < length) {
+      const char c = rng() % 10 == 0 ? static_cast<char>(0x80 + rng() % 128)
+                                     : kBytes[rng() % (sizeof(kBytes) - 1)];
+      line.append(runs_of_one_class ? 1 + rng() % 90 : 1, c);
+    }
+    for (const bool code : {false, true}) {
+      ASSERT_EQ(LineFingerprint(line, code), LineFingerprintBytewise(line, code)) << line;
+    }
+  }
+  // A run that starts in one block and, through `*`, continues into the next.
+  const std::string across = std::string(60, ' ') + "ab****" + std::string(70, '*') + "cd e";
+  EXPECT_EQ(LineFingerprint(across, false), LineFingerprintBytewise(across, false));
+  EXPECT_NE(LineFingerprint(across, false), LineFingerprint(across + " f", false));
 }
 
 }  // namespace
