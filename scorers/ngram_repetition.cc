@@ -10,6 +10,10 @@
 // count, so its share costs O(1) per position too.
 #include "scorers/ngram_repetition.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -181,6 +185,52 @@ std::string DescribeNgramFiring(const NgramReport& report, const NgramOptions& o
                     options.window, " ", options.n, "-grams recur");
   }
   return text;
+}
+
+#if defined(__SSE2__)
+namespace {
+
+// Bit k: whether byte k of `v` lies in [lo, hi] (unsigned), from a signed compare of the bytes
+// shifted so that lo becomes -128.
+uint32_t InRange(__m128i v, unsigned char lo, unsigned char hi) {
+  const __m128i shifted = _mm_add_epi8(v, _mm_set1_epi8(static_cast<char>(-128 - lo)));
+  const __m128i limit = _mm_set1_epi8(static_cast<char>(-128 + (hi - lo + 1)));
+  return static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmplt_epi8(shifted, limit)));
+}
+
+}  // namespace
+#endif
+
+void WordSplitter::BlockOf(const char* bytes, Block* block) {
+  std::memset(block->folded + 64, 0, 8);
+#if defined(__SSE2__)
+  // kFold, 16 bytes at a time: letters, digits and bytes from 0x80 are word bytes; A-Z fold.
+  uint64_t word = 0;
+  uint64_t leads = 0;
+  for (int k = 0; k < 4; ++k) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16 * k));
+    const __m128i upper =
+        _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8(static_cast<char>(-128 - 'A'))),
+                       _mm_set1_epi8(static_cast<char>(-128 + 26)));
+    const uint32_t letters = static_cast<uint32_t>(_mm_movemask_epi8(upper)) | InRange(v, 'a', 'z');
+    const uint32_t high = static_cast<uint32_t>(_mm_movemask_epi8(v));
+    word |= static_cast<uint64_t>(letters | InRange(v, '0', '9') | high) << (16 * k);
+    leads |= static_cast<uint64_t>(InRange(v, 0xE0, 0xEF)) << (16 * k);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(block->folded + 16 * k),
+                     _mm_add_epi8(v, _mm_and_si128(upper, _mm_set1_epi8(0x20))));
+  }
+  block->word = word;
+  block->plain = leads == 0;
+#else
+  block->word = 0;
+  block->plain = true;
+  for (unsigned k = 0; k < 64; ++k) {
+    const auto c = static_cast<unsigned char>(bytes[k]);
+    block->plain &= !(c >= 0xE0 && c <= 0xEF);
+    block->folded[k] = Fold(c);
+    if (block->folded[k] != 0) block->word |= uint64_t{1} << k;
+  }
+#endif
 }
 
 WordSplitter::CharClass WordSplitter::Classify(uint32_t c) {

@@ -736,5 +736,47 @@ TEST(FindRepeatedWordsInText, MatchesSplittingFirst) {
   EXPECT_GT(fired, 150);  // the loops and runs above do fire, under both rules
 }
 
+// Feed takes 64 bytes at a time where no byte leads a three-byte character, and gives exactly the
+// words of its byte-at-a-time definition: long texts of every byte class (runs longer than a
+// block and than a hash chunk, CJK and broken sequences that send a block to the byte path),
+// cut into pieces of every size around the blocks.
+TEST(WordSplitter, BlocksGiveTheBytewiseWords) {
+  std::mt19937_64 rng(7);
+  static const char* const kParts[] = {
+      "a",    "Z",  "q",  "0", "7",    " ",           ".",
+      ",",    "\n", "_",  "<", "é",    "ß",           "\x80",
+      "\xff", "我", "。", "—", "\xe4", "Mississippi", "12345678901234567890"};
+  for (int k = 0; k < 1500; ++k) {
+    std::string text;
+    const size_t parts = rng() % 400;
+    const bool ascii_only = k % 3 != 0;  // most blocks take the block path
+    for (size_t i = 0; i < parts; ++i) {
+      const char* part = kParts[rng() % std::size(kParts)];
+      if (ascii_only && static_cast<unsigned char>(part[0]) >= 0x80) continue;
+      text.append(rng() % 8 == 0 ? 70 + rng() % 60 : 1, part[0]);
+      if (part[1] != '\0') text += part + 1;
+    }
+    const size_t base = rng() % 1000;
+    std::vector<Word> blocks, bytes;
+    WordSplitter by_blocks(base), bytewise(base);
+    const auto keep_blocks = [&blocks](const Word& w) { blocks.push_back(w); };
+    const auto keep_bytes = [&bytes](const Word& w) { bytes.push_back(w); };
+    for (size_t at = 0; at < text.size();) {
+      const size_t len = std::min<size_t>(text.size() - at, rng() % 200);
+      by_blocks.Feed(std::string_view(text).substr(at, len), keep_blocks);
+      bytewise.FeedBytewise(std::string_view(text).substr(at, len), keep_bytes);
+      at += len;
+    }
+    by_blocks.Finish(keep_blocks);
+    bytewise.Finish(keep_bytes);
+    ASSERT_EQ(blocks.size(), bytes.size()) << text;
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      ASSERT_EQ(blocks[i].hash, bytes[i].hash) << i << " " << text;
+      ASSERT_EQ(blocks[i].offset, bytes[i].offset) << i << " " << text;
+      ASSERT_EQ(blocks[i].number, bytes[i].number) << i << " " << text;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rlscore::scorers
