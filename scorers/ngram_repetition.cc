@@ -37,10 +37,26 @@ constexpr uint64_t kBase = 0x9e3779b97f4a7c15ULL;
 
 }  // namespace
 
-NgramStream::NgramStream(const NgramOptions& options) : options_(options) {
+NgramStream::NgramStream(const NgramOptions& options) : NgramStream(options, Storage{}) {}
+
+NgramStream::NgramStream(const NgramOptions& options, Storage storage)
+    : options_(options),
+      tokens_(std::move(storage.tokens)),
+      slots_(std::move(storage.slots)),
+      recent_(std::move(storage.recent)) {
   for (uint32_t i = 1; i < options_.n; ++i) top_ *= kBase;
+  tokens_.clear();
   Grow(16);
-  if (options_.rule == NgramRule::kLoop) recent_.assign(std::max<uint32_t>(1, options_.window), 0);
+  if (options_.rule == NgramRule::kLoop) {
+    recent_.assign(std::max<uint32_t>(1, options_.window), 0);
+  } else {
+    recent_.clear();
+  }
+}
+
+NgramStream::Storage NgramStream::Release() && {
+  tokens_.clear();
+  return Storage{std::move(tokens_), std::move(slots_), std::move(recent_)};
 }
 
 void NgramStream::Reserve(size_t tokens) {
@@ -56,6 +72,10 @@ size_t NgramStream::MemoryBytes() const {
 }
 
 void NgramStream::Grow(size_t capacity) {
+  if (distinct_ == 0) {  // nothing to move: keep the memory (assign never shrinks it)
+    slots_.assign(capacity, Slot{0, 0, 0, 0});
+    return;
+  }
   std::vector<Slot> old = std::move(slots_);
   slots_.assign(capacity, Slot{0, 0, 0, 0});
   const size_t mask = capacity - 1;
@@ -153,22 +173,44 @@ bool NgramStream::Push(uint64_t token, bool number) {
   return Fire(start, slot.first, slot.count);
 }
 
+namespace {
+
+// The batch scans' NgramStream::Storage, one per thread. A scan that grew it past kKeptBytes
+// gives it up, so a thread keeps at most that much between scans.
+constexpr size_t kKeptBytes = size_t{4} << 20;
+NgramStream::Storage& ThreadStorage() {
+  thread_local NgramStream::Storage storage;
+  return storage;
+}
+NgramStream ThreadStream(const NgramOptions& options) {
+  return NgramStream(options, std::move(ThreadStorage()));
+}
+void KeepStorage(NgramStream&& stream) {
+  if (stream.MemoryBytes() <= kKeptBytes) ThreadStorage() = std::move(stream).Release();
+}
+
+}  // namespace
+
 NgramReport FindRepeatedNgram(std::span<const uint64_t> tokens, const NgramOptions& options) {
-  NgramStream stream(options);
+  NgramStream stream = ThreadStream(options);
   stream.Reserve(tokens.size());
   for (const uint64_t token : tokens) {
     if (stream.Push(token)) break;
   }
-  return stream.report();
+  const NgramReport report = stream.report();
+  KeepStorage(std::move(stream));
+  return report;
 }
 
 NgramReport FindRepeatedWords(std::span<const Word> words, const NgramOptions& options) {
-  NgramStream stream(options);
+  NgramStream stream = ThreadStream(options);
   stream.Reserve(words.size());
   for (const Word& word : words) {
     if (stream.Push(word.hash, word.number)) break;
   }
-  return stream.report();
+  const NgramReport report = stream.report();
+  KeepStorage(std::move(stream));
+  return report;
 }
 
 std::string DescribeNgramFiring(const NgramReport& report, const NgramOptions& options,
@@ -266,7 +308,7 @@ TextNgramReport FindRepeatedWordsInText(std::string_view text, const NgramOption
   // Pieces of this many bytes between checks for a firing: small beside a completion, large
   // beside the per-piece cost.
   constexpr size_t kPiece = 4096;
-  NgramStream stream(options);
+  NgramStream stream = ThreadStream(options);
   // Room for a word every four bytes (English prose has one every five or six, so a clean text
   // rarely regrows the table) in the first pieces only: a loop fires within a few of them, and
   // the table doubles as a long clean text needs.
@@ -278,6 +320,7 @@ TextNgramReport FindRepeatedWordsInText(std::string_view text, const NgramOption
   }
   if (!stream.fired()) splitter.Finish(push);
   TextNgramReport out{.report = stream.report()};
+  KeepStorage(std::move(stream));
   if (out.report.fired) {
     // Only a firing needs word offsets: split again the part that was read. The words it names
     // have ended inside it, and a prefix splits into the same words as the whole up to its end.
@@ -302,10 +345,11 @@ double SmoothRepetitionPenalty(std::span<const uint64_t> tokens, uint32_t n, dou
   never.n = n;
   never.max_occurrences = std::numeric_limits<uint32_t>::max();
   never.rule = NgramRule::kLiteral;
-  NgramStream stream(never);
+  NgramStream stream = ThreadStream(never);
   stream.Reserve(tokens.size());
   for (const uint64_t token : tokens) stream.Push(token);
   const size_t unique = stream.distinct();
+  KeepStorage(std::move(stream));
   // Same operations in the same order as open-r1's `(1 - len(ngrams) / total) * max_penalty`, so
   // the doubles agree bit for bit; `+ 0.0` turns the -0.0 of a repetition-free text into +0.0.
   const double scaling = 1.0 - static_cast<double>(unique) / static_cast<double>(total);

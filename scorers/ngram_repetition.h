@@ -128,6 +128,15 @@ class NgramStream {
  public:
   explicit NgramStream(const NgramOptions& options);
 
+  // A stream's memory, handed from one stream to the next by a caller that scans many texts on
+  // one thread (the batch scans above keep one per thread), so that a scan reuses pages already
+  // mapped: a 12 kB completion's table is 64-128 KiB, which glibc otherwise maps afresh (or trims
+  // and grows again) for every completion, and the page faults cost more than the scan.
+  struct Storage;
+  NgramStream(const NgramOptions& options, Storage storage);
+  // Gives the stream's memory back, emptied, for the next stream.
+  Storage Release() &&;
+
   // Room for `tokens` tokens without regrowing (a hint; FindRepeatedNgram knows its length).
   void Reserve(size_t tokens);
 
@@ -152,6 +161,15 @@ class NgramStream {
     uint32_t last;   // start of its latest occurrence
     uint32_t count;  // 0: empty
   };
+
+ public:
+  struct Storage {
+    std::vector<uint64_t> tokens;
+    std::vector<Slot> slots;
+    std::vector<uint8_t> recent;
+  };
+
+ private:
   Slot& Add(size_t start, uint64_t hash);
   void Grow(size_t capacity);
   bool SameWindow(size_t a, size_t b) const;

@@ -778,5 +778,29 @@ TEST(WordSplitter, BlocksGiveTheBytewiseWords) {
   }
 }
 
+// A stream built on another's released memory (what the batch scans do on each thread) reports
+// what a fresh one does, whatever the previous stream held: its table, tokens and window.
+TEST(NgramStream, ReusedStorageStartsEmpty) {
+  std::mt19937_64 rng(9);
+  NgramStream::Storage storage;
+  for (int k = 0; k < 200; ++k) {
+    NgramOptions options;
+    options.rule = k % 3 == 0 ? NgramRule::kLiteral : NgramRule::kLoop;
+    options.n = static_cast<uint32_t>(1 + rng() % 9);
+    options.window = static_cast<uint32_t>(1 + rng() % 300);
+    std::vector<uint64_t> tokens(rng() % 3000);
+    const uint64_t vocabulary = 2 + rng() % 500;
+    for (uint64_t& t : tokens) t = rng() % vocabulary;
+    NgramStream fresh(options);
+    NgramStream reused(options, std::move(storage));
+    for (const uint64_t t : tokens) ASSERT_EQ(reused.Push(t), fresh.Push(t)) << k;
+    EXPECT_EQ(reused.fired(), fresh.fired());
+    EXPECT_EQ(reused.report().token_offset, fresh.report().token_offset);
+    EXPECT_EQ(reused.report().occurrences, fresh.report().occurrences);
+    EXPECT_EQ(reused.distinct(), fresh.distinct());
+    storage = std::move(reused).Release();
+  }
+}
+
 }  // namespace
 }  // namespace rlscore::scorers
