@@ -6,10 +6,13 @@
 //
 // Prints three tables:
 //   1. kernels on device-resident data vs cudaMemcpy device-to-device of the same 8·N bytes (both
-//      read 8·N and write 8·N bytes), and cuBLAS group sums (dgemv with a ones vector) where the
+//      read 8·N and write 8·N bytes), the tile path and the shared-memory path for groups up to 64
+//      on the same batch (kernels.h), and cuBLAS group sums (dgemv with a ones vector) where the
 //      groups are uniform — the alternative the design considered;
-//   2. the whole module call (host -> device -> host) vs the CPU reference, per batch size: where
-//      the GPU starts to pay (the server's --gpu-min-rewards);
+//   2. the whole module call (host -> device -> host) vs the CPU path the server runs below
+//      --gpu-min-rewards (reference::ComputeInterleaved, what advantage::Compute calls), per batch
+//      size: where the GPU starts to pay; the plain reference beside it for scale;
+//   3. the host and bus transfers of 256 MiB that bound the module call;
 // and, with --data-dir, writes the 10^8-reward batch as raw doubles for bench/torch_grpo_bench.py.
 //
 // Needs only the C++ standard library and CUDA (+ cuBLAS): a plain main(), not Google Benchmark,
@@ -24,6 +27,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "advantage/reference.h"
@@ -93,8 +97,8 @@ double TimeDevice(cudaStream_t stream, int reps, Body body) {
 
 void DeviceTable(const std::string& data_dir) {
   std::printf("\n1. Kernels on device data vs a device-to-device copy of the same bytes\n");
-  std::printf("%11s %-11s %10s %10s %10s %9s %12s\n", "N", "layout", "ours ms", "copy ms",
-              "ours GB/s", "of copy", "cublas sums");
+  std::printf("%11s %-11s %10s %10s %10s %9s %9s %10s %12s\n", "N", "layout", "ours ms", "copy ms",
+              "ours GB/s", "of copy", "tile ms", "staged ms", "cublas sums");
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreate(&stream));
   cublasHandle_t cublas;
@@ -142,6 +146,16 @@ void DeviceTable(const std::string& data_dir) {
       Workspace workspace;
       const double ours_ms = TimeDevice(
           stream, reps, [&] { CHECK_CUDA(LaunchAdvantages(batch, output, &workspace, stream)); });
+      // The tile path on the same batch (kernels.h: small groups take one thread per group).
+      Workspace tiles;
+      tiles.staged_group_max = 0;
+      const double tile_ms = TimeDevice(
+          stream, reps, [&] { CHECK_CUDA(LaunchAdvantages(batch, output, &tiles, stream)); });
+      // Shared memory for groups up to 64, which the default leaves to the tile path.
+      Workspace staged;
+      staged.staged_group_max = 64;
+      const double staged_ms = TimeDevice(
+          stream, reps, [&] { CHECK_CUDA(LaunchAdvantages(batch, output, &staged, stream)); });
       std::string cublas_col = "-";
       if (layout > 0 && n % layout == 0) {
         // Group sums as a matrix-vector product: the rewards are a column-major layout x g
@@ -163,11 +177,12 @@ void DeviceTable(const std::string& data_dir) {
         CHECK_CUDA(cudaFree(d_sums));
       }
       const double gbs = 2.0 * 8.0 * static_cast<double>(n) / (ours_ms * 1e6);
-      std::printf("%11zu %-11s %10.3f %10.3f %10.1f %8.0f%% %12s\n", n,
+      std::printf("%11zu %-11s %10.3f %10.3f %10.1f %8.0f%% %9.3f %10.3f %12s\n", n,
                   layout == 16   ? "groups 16"
                   : layout == 64 ? "groups 64"
                                  : "ragged 1-64",
-                  ours_ms, copy_ms, gbs, 100.0 * copy_ms / ours_ms, cublas_col.c_str());
+                  ours_ms, copy_ms, gbs, 100.0 * copy_ms / ours_ms, tile_ms, staged_ms,
+                  cublas_col.c_str());
       CHECK_CUDA(cudaFree(d_sizes));
       CHECK_CUDA(cudaFree(d_groups));
       CHECK_CUDA(cudaFree(d_root));
@@ -181,10 +196,62 @@ void DeviceTable(const std::string& data_dir) {
   CHECK_CUDA(cudaStreamDestroy(stream));
 }
 
+// What bounds the module call: the host copies into and out of pinned staging (module.cu) and
+// the DMA over the bus, each on 256 MiB.
+void TransferTable() {
+  std::printf("\n3. Transfers of 256 MiB: what bounds the module call\n");
+  const size_t bytes = 256u << 20;
+  std::vector<char> pageable(bytes, 1), other(bytes, 2);
+  char* pinned = nullptr;
+  void* device = nullptr;
+  CHECK_CUDA(cudaMallocHost(reinterpret_cast<void**>(&pinned), bytes));
+  CHECK_CUDA(cudaMalloc(&device, bytes));
+  std::memset(pinned, 3, bytes);
+  auto report = [&](const char* what, auto body) {
+    body();
+    std::vector<double> ms;
+    for (int r = 0; r < 5; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      body();
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    const double t = Median(ms);
+    std::printf("  %-34s %8.2f ms %8.1f GB/s\n", what, t, static_cast<double>(bytes) / (t * 1e6));
+  };
+  report("host memcpy, pageable to pinned", [&] { std::memcpy(pinned, pageable.data(), bytes); });
+  report("host memcpy, pageable to pageable",
+         [&] { std::memcpy(other.data(), pageable.data(), bytes); });
+  report("host to device, pinned",
+         [&] { CHECK_CUDA(cudaMemcpy(device, pinned, bytes, cudaMemcpyHostToDevice)); });
+  report("device to host, pinned",
+         [&] { CHECK_CUDA(cudaMemcpy(pinned, device, bytes, cudaMemcpyDeviceToHost)); });
+  report("host memcpy to pinned, 4 threads", [&] {
+    std::vector<std::thread> threads;
+    const size_t part = bytes / 4;
+    for (size_t t = 0; t < 4; ++t) {
+      threads.emplace_back(
+          [&, t] { std::memcpy(pinned + t * part, pageable.data() + t * part, part); });
+    }
+    for (std::thread& t : threads) t.join();
+  });
+  report("cudaHostRegister + unregister", [&] {
+    CHECK_CUDA(cudaHostRegister(pageable.data(), bytes, cudaHostRegisterDefault));
+    CHECK_CUDA(cudaHostUnregister(pageable.data()));
+  });
+  report("host to device, pageable",
+         [&] { CHECK_CUDA(cudaMemcpy(device, pageable.data(), bytes, cudaMemcpyHostToDevice)); });
+  report("device to host, pageable",
+         [&] { CHECK_CUDA(cudaMemcpy(other.data(), device, bytes, cudaMemcpyDeviceToHost)); });
+  CHECK_CUDA(cudaFreeHost(pinned));
+  CHECK_CUDA(cudaFree(device));
+}
+
 void ThresholdTable() {
   std::printf(
-      "\n2. The whole module call (host -> device -> host) vs the CPU reference, groups of 16\n");
-  std::printf("%11s %12s %12s %8s\n", "N", "module ms", "cpu ms", "faster");
+      "\n2. The whole module call (host -> device -> host) vs the server's CPU path, groups of "
+      "16\n");
+  std::printf("%11s %12s %12s %8s %12s\n", "N", "module ms", "cpu ms", "faster", "plain ref ms");
   char error[512] = {};
   RlscoreGpu* gpu = rlscore_gpu_open(0, error, sizeof error);
   if (gpu == nullptr) {
@@ -192,7 +259,8 @@ void ThresholdTable() {
     return;
   }
   std::mt19937_64 rng(2);
-  for (size_t n : {1000ul, 4000ul, 16000ul, 64000ul, 256000ul, 1000000ul, 4000000ul, 16000000ul}) {
+  for (size_t n : {1000ul, 4000ul, 16000ul, 64000ul, 256000ul, 384000ul, 512000ul, 768000ul,
+                   1000000ul, 4000000ul, 16000000ul, 64000000ul}) {
     const std::vector<double> rewards = Rewards(n, rng);
     const std::vector<uint32_t> sizes = Sizes(n, 16, rng);
     std::vector<double> adv(n);
@@ -217,14 +285,22 @@ void ThresholdTable() {
       }
       return Median(ms);
     };
+    if (rlscore_gpu_compute(gpu, &in, &out, error, sizeof error) != RLSCORE_GPU_OK) {
+      std::printf("%11zu module call failed: %s\n", n, error);
+      continue;
+    }
     const double module_ms =
         time_host([&] { rlscore_gpu_compute(gpu, &in, &out, error, sizeof error); });
     const double cpu_ms = time_host([&] {
+      advantage::reference::ComputeInterleaved({rewards, sizes, {}}, advantage::Options{}, adv,
+                                               groups, &summary);
+    });
+    const double reference_ms = time_host([&] {
       advantage::reference::ComputeReference({rewards, sizes, {}}, advantage::Options{}, adv,
                                              groups, &summary);
     });
-    std::printf("%11zu %12.3f %12.3f %8s\n", n, module_ms, cpu_ms,
-                module_ms < cpu_ms ? "gpu" : "cpu");
+    std::printf("%11zu %12.3f %12.3f %8s %12.3f\n", n, module_ms, cpu_ms,
+                module_ms < cpu_ms ? "gpu" : "cpu", reference_ms);
   }
   rlscore_gpu_close(gpu);
 }
@@ -247,5 +323,6 @@ int main(int argc, char** argv) {
   std::printf("device: %s, %d SMs\n", props.name, props.multiProcessorCount);
   rlscore::gpu::DeviceTable(data_dir);
   rlscore::gpu::ThresholdTable();
+  rlscore::gpu::TransferTable();
   return 0;
 }

@@ -71,6 +71,23 @@ __device__ void WriteGroup(const Tile& tile, const DeviceBatch& batch, double* o
   }
 }
 
+// The canonical tree over a block's aligned run of groups (empty moments past the end), its root
+// into partials[blockIdx.x], and the block's counts into the batch's counters.
+__device__ void FinishBlock(Moments* moments, const unsigned int* causes, unsigned int unscorable,
+                            uint32_t groups_per_block, Moments* partials,
+                            DeviceCounters* counters) {
+  for (uint32_t w = 1; w < groups_per_block; w *= 2) {
+    const uint32_t j = 2 * w * threadIdx.x;
+    if (j + w < groups_per_block) moments[j] = Merge(moments[j], moments[j + w]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partials[blockIdx.x] = moments[0];
+  if (threadIdx.x < kNumZeroVarianceCauses && causes[threadIdx.x] != 0) {
+    atomicAdd(&counters->by_cause[threadIdx.x], causes[threadIdx.x]);
+  }
+  if (threadIdx.x == 0 && unscorable != 0) atomicAdd(&counters->unscorable, unscorable);
+}
+
 // Statistics, cause and (unless batch-normalised) advantages of every group; the moments of the
 // block's B = groups_per_block groups folded over the canonical tree into partials[blockIdx.x].
 template <int W>
@@ -218,18 +235,178 @@ __global__ void __launch_bounds__(kBlockThreads)
     }
   }
   block.sync();
+  FinishBlock(moments, causes, unscorable, groups_per_block, partials, out.counters);
+}
 
-  // The canonical tree over this block's aligned run of groups (empty moments past the end).
-  for (uint32_t w = 1; w < groups_per_block; w *= 2) {
-    const uint32_t j = 2 * w * threadIdx.x;
-    if (j + w < groups_per_block) moments[j] = Merge(moments[j], moments[j + w]);
-    block.sync();
+// Shared memory of StagedGroupKernel: the block's rewards, one pad slot after every 16 so that
+// threads reading their groups at a stride of 16 doubles hit different banks.
+constexpr uint32_t kStagedDoubles = 4096;
+__host__ __device__ constexpr uint32_t Padded(uint32_t i) { return i + i / 16; }
+constexpr size_t kStagedBytes = Padded(kStagedDoubles) * sizeof(double);
+
+// GroupKernel's work for batches without outcomes whose groups have at most kMax entries, with
+// one thread per group. The tile path spends its time per group (each of the 8 lanes runs the
+// group's divisions and square root, for four groups per warp), and a thread reading its own group
+// from global memory touches a line per lane per load. So the block loads its run of groups'
+// rewards into shared memory with coalesced loads, each thread computes its group there, keeping
+// the 8 canonical lanes in registers and folding them as the reference does (reference.h: the same
+// bits), writes the advantages in place, and the block stores them with coalesced stores. A block
+// takes kStagedDoubles / kMax groups (groups_per_block at most that), one thread each.
+template <int kMax>
+__global__ void __launch_bounds__(kBlockThreads)
+    StagedGroupKernel(DeviceBatch batch, DeviceOutput out, const uint32_t* offsets,
+                      Moments* partials, uint32_t groups_per_block, bool write_advantages) {
+  static_assert(kStagedDoubles / kMax <= kBlockThreads, "one thread per group of the block");
+  constexpr int kLanes = static_cast<int>(advantage::reference::kLanes);
+  // Up to 16 rewards in registers; longer groups loop by rows of 8 (registers decide occupancy).
+  constexpr int kRowsUnrolled = kMax <= 16 ? kMax / kLanes : 1;
+  constexpr int kUnrolled = kMax <= 16 ? kMax : 8;
+  extern __shared__ double staged[];
+  __shared__ Moments moments[kMaxGroupsPerBlock];
+  __shared__ unsigned int causes[kNumZeroVarianceCauses];
+  if (threadIdx.x < kNumZeroVarianceCauses) causes[threadIdx.x] = 0;
+
+  const uint64_t first_group = static_cast<uint64_t>(blockIdx.x) * groups_per_block;
+  const uint64_t last_group =
+      (first_group + groups_per_block < batch.num_groups ? first_group + groups_per_block
+                                                         : batch.num_groups) -
+      1;
+  const uint64_t begin = offsets[first_group];
+  const uint32_t span =
+      static_cast<uint32_t>(offsets[last_group] + batch.group_sizes[last_group] - begin);
+  {
+    // Every load issued before any store, so a thread has all of its loads in flight at once.
+    constexpr uint32_t kPerThread = kStagedDoubles / kBlockThreads;
+    double v[kPerThread];
+#pragma unroll
+    for (uint32_t k = 0; k < kPerThread; ++k) {
+      const uint32_t i = threadIdx.x + k * kBlockThreads;
+      v[k] = i < span ? batch.rewards[begin + i] : 0.0;
+    }
+#pragma unroll
+    for (uint32_t k = 0; k < kPerThread; ++k) {
+      const uint32_t i = threadIdx.x + k * kBlockThreads;
+      if (i < span) staged[Padded(i)] = v[k];
+    }
   }
-  if (threadIdx.x == 0) partials[blockIdx.x] = moments[0];
-  if (threadIdx.x < kNumZeroVarianceCauses && causes[threadIdx.x] != 0) {
-    atomicAdd(&out.counters->by_cause[threadIdx.x], causes[threadIdx.x]);
+  __syncthreads();
+
+  const uint32_t local = threadIdx.x;
+  const uint64_t g = first_group + local;
+  Moments m{};
+  int counted = -1;  // the cause this thread's group adds to the counters; -1 for none
+  if (local < groups_per_block && g < batch.num_groups) {
+    const uint32_t n = batch.group_sizes[g];  // > 0, every entry scorable
+    const uint32_t start = static_cast<uint32_t>(offsets[g] - begin);
+    auto at = [&](int i) -> double& { return staged[Padded(start + static_cast<uint32_t>(i))]; };
+    // Σ term(x_i) in the canonical order: lane i % 8 from +0.0 in index order, then the fold.
+    auto canonical_sum = [&](auto term) {
+      double lane[kLanes];
+#pragma unroll
+      for (int l = 0; l < kLanes; ++l) lane[l] = 0.0;
+#pragma unroll kRowsUnrolled
+      for (int row = 0; row < kMax / kLanes; ++row) {
+#pragma unroll
+        for (int l = 0; l < kLanes; ++l) {
+          const int i = row * kLanes + l;
+          if (i < static_cast<int>(n)) lane[l] = __dadd_rn(lane[l], term(at(i)));
+        }
+      }
+#pragma unroll
+      for (int w = kLanes / 2; w >= 1; w /= 2) {
+#pragma unroll
+        for (int j = 0; j < w; ++j) lane[j] = __dadd_rn(lane[j], lane[j + w]);
+      }
+      return lane[0];
+    };
+
+    const double first = at(0);
+    const unsigned long long first_bits = __double_as_longlong(first);
+    bool identical = true;
+    const double sum = canonical_sum([&](double v) {
+      identical &= __double_as_longlong(v) == first_bits;
+      return v;
+    });
+    bool finite = isfinite(sum);
+    double mean = 0.0, m2 = 0.0, std = 0.0;
+    if (finite) {
+      mean = identical ? first : __ddiv_rn(sum, static_cast<double>(n));
+      if (!identical) {
+        m2 = canonical_sum([&](double v) {
+          const double d = __dsub_rn(v, mean);
+          return __dmul_rn(d, d);
+        });
+        finite = isfinite(m2);
+      }
+      if (finite && !identical && m2 < kTinySumOfSquares) {
+        // A spread below about 1e-140: deviations rescaled by the largest one (reference.cc).
+        double scale = 0.0;
+#pragma unroll kUnrolled
+        for (int i = 0; i < static_cast<int>(n); ++i) {
+          scale = fmax(scale, fabs(__dsub_rn(at(i), mean)));
+        }
+        if (scale == 0.0) {
+          m2 = 0.0;
+          std = 0.0;
+        } else {
+          const double scaled = canonical_sum([&](double v) {
+            const double d = __ddiv_rn(__dsub_rn(v, mean), scale);
+            return __dmul_rn(d, d);
+          });
+          m2 = __dmul_rn(__dmul_rn(scaled, scale), scale);
+          std = __dmul_rn(scale, StdFromM2(scaled, n, batch.options.deviation));
+        }
+      } else if (finite) {
+        std = StdFromM2(m2, n, batch.options.deviation);
+      }
+    }
+
+    if (!finite) {
+      // As in GroupKernel: the host redoes the batch on the CPU (the advantages stored for this
+      // group are its rewards, unspecified like GroupKernel's).
+      atomicMin(&out.counters->first_bad_group, static_cast<unsigned long long>(g));
+      out.groups[g] = GroupStats{};
+    } else {
+      ZeroVarianceCause cause = ZeroVarianceCause::kNone;
+      if (n == 1) {
+        cause = ZeroVarianceCause::kSingleton;
+      } else if (identical || BelowThreshold(std, batch.options.zero_variance_threshold)) {
+        cause =
+            identical ? ZeroVarianceCause::kIdenticalRewards : ZeroVarianceCause::kBelowThreshold;
+      }
+      GroupStats stats;
+      stats.mean = mean;
+      stats.std = std;
+      stats.scorable = n;
+      stats.cause = cause;
+      stats.outside_keep_band = false;  // the host applies the keep band
+      out.groups[g] = stats;
+      m = Moments{n, mean, m2};
+      if (write_advantages) {
+        counted = static_cast<int>(cause);
+        const bool zero_variance = cause != ZeroVarianceCause::kNone;
+        const double factor = zero_variance ? 0.0 : Factor(batch.options.estimator, std, n, 0.0);
+#pragma unroll kUnrolled
+        for (int i = 0; i < static_cast<int>(n); ++i) {
+          double& x = at(i);
+          x = zero_variance ? 0.0 : __dmul_rn(__dsub_rn(x, mean), factor);
+        }
+      }
+    }
   }
-  if (threadIdx.x == 0 && unscorable != 0) atomicAdd(&out.counters->unscorable, unscorable);
+  if (local < kMaxGroupsPerBlock) moments[local] = m;
+  // One shared atomic per cause and warp rather than one per group.
+  for (int c = 0; c < kNumZeroVarianceCauses; ++c) {
+    const unsigned int votes = __ballot_sync(0xffffffffu, counted == c);
+    if ((threadIdx.x & 31u) == 0 && votes != 0) atomicAdd(&causes[c], __popc(votes));
+  }
+  __syncthreads();
+  if (write_advantages) {
+    for (uint32_t i = threadIdx.x; i < span; i += kBlockThreads) {
+      out.advantages[begin + i] = staged[Padded(i)];
+    }
+  }
+  FinishBlock(moments, causes, 0, groups_per_block, partials, out.counters);
 }
 
 // One more stretch of the canonical tree: block b folds in[b·2T … (b+1)·2T) into out[b].
@@ -288,14 +465,28 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
+// `staged_max`: 0 for the tile path (GroupKernel), else the kMax of StagedGroupKernel.
 template <int W>
 cudaError_t LaunchForWidth(const DeviceBatch& batch, const DeviceOutput& output,
                            Workspace* workspace, uint32_t groups_per_block, uint64_t blocks,
-                           cudaStream_t stream) {
+                           uint32_t staged_max, cudaStream_t stream) {
   const bool batch_normalized = batch.options.estimator == Estimator::kBatchNormalized;
-  GroupKernel<W><<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream>>>(
-      batch, output, workspace->offsets, workspace->compacted, workspace->partials[0],
-      groups_per_block, !batch_normalized);
+  const unsigned grid = static_cast<unsigned>(blocks);
+  Moments* partials = workspace->partials[0];
+  if (staged_max == 16) {
+    StagedGroupKernel<16><<<grid, kBlockThreads, kStagedBytes, stream>>>(
+        batch, output, workspace->offsets, partials, groups_per_block, !batch_normalized);
+  } else if (staged_max == 32) {
+    StagedGroupKernel<32><<<grid, kBlockThreads, kStagedBytes, stream>>>(
+        batch, output, workspace->offsets, partials, groups_per_block, !batch_normalized);
+  } else if (staged_max == 64) {
+    StagedGroupKernel<64><<<grid, kBlockThreads, kStagedBytes, stream>>>(
+        batch, output, workspace->offsets, partials, groups_per_block, !batch_normalized);
+  } else {
+    GroupKernel<W><<<grid, kBlockThreads, 0, stream>>>(batch, output, workspace->offsets,
+                                                       workspace->compacted, partials,
+                                                       groups_per_block, !batch_normalized);
+  }
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
 
@@ -396,8 +587,15 @@ cudaError_t LaunchAdvantages(const DeviceBatch& batch, const DeviceOutput& outpu
     if (e != cudaSuccess) return e;
   }
 
+  // Small groups without outcomes go through shared memory, one thread per group.
+  uint32_t staged_max = 0;
+  if (batch.outcomes == nullptr && batch.max_group_size <= workspace->staged_group_max) {
+    staged_max = std::max<uint32_t>(16, std::bit_ceil(batch.max_group_size));
+    if (staged_max > 64) staged_max = 0;
+  }
+
   // Enough blocks to fill the device (four per SM) before a block takes more groups.
-  uint32_t groups_per_block = kMaxGroupsPerBlock;
+  uint32_t groups_per_block = staged_max != 0 ? kStagedDoubles / staged_max : kMaxGroupsPerBlock;
   const uint64_t enough = 4ull * static_cast<uint64_t>(workspace->sm_count);
   while (groups_per_block > 1 &&
          (batch.num_groups + groups_per_block - 1) / groups_per_block < enough) {
@@ -418,13 +616,17 @@ cudaError_t LaunchAdvantages(const DeviceBatch& batch, const DeviceOutput& outpu
       batch.max_group_size >= kLanes ? kLanes : std::bit_ceil(batch.max_group_size);
   switch (width) {
     case 1:
-      return LaunchForWidth<1>(batch, output, workspace, groups_per_block, blocks, stream);
+      return LaunchForWidth<1>(batch, output, workspace, groups_per_block, blocks, staged_max,
+                               stream);
     case 2:
-      return LaunchForWidth<2>(batch, output, workspace, groups_per_block, blocks, stream);
+      return LaunchForWidth<2>(batch, output, workspace, groups_per_block, blocks, staged_max,
+                               stream);
     case 4:
-      return LaunchForWidth<4>(batch, output, workspace, groups_per_block, blocks, stream);
+      return LaunchForWidth<4>(batch, output, workspace, groups_per_block, blocks, staged_max,
+                               stream);
     default:
-      return LaunchForWidth<8>(batch, output, workspace, groups_per_block, blocks, stream);
+      return LaunchForWidth<8>(batch, output, workspace, groups_per_block, blocks, staged_max,
+                               stream);
   }
 }
 

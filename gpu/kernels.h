@@ -5,9 +5,12 @@
 // Layout of the work: a tile of W threads (W = 1, 2, 4 or 8: the largest group rounded up to a
 // power of two, at most the 8 canonical lanes) owns one group at a time. Lane l of the tile adds
 // the group's elements l, l + 8, … (a tile narrower than 8 only exists when every group fits in
-// it), the lanes are folded with shuffles, and the same tile writes the advantages. A block owns
-// an aligned run of B groups (a power of two) and folds their moments over the canonical tree in
-// shared memory, so only one partial per block reaches global memory.
+// it), the lanes are folded with shuffles, and the same tile writes the advantages. Small groups
+// without outcomes instead go through shared memory: the block loads their rewards coalesced, one
+// thread per group keeps the 8 lanes in registers, and the block stores the advantages coalesced
+// (Workspace::staged_group_max). A block owns an aligned run of B groups (a power of two) and
+// folds their moments over the canonical tree in shared memory, so only one partial per block
+// reaches global memory.
 //
 //   DeviceBatch batch{...};            // device pointers; see the fields
 //   Workspace workspace;               // owned by the caller, reused across calls
@@ -61,6 +64,15 @@ class Workspace {
   ~Workspace();
 
   void Release();
+
+  // Batches without outcomes whose groups all have at most this many entries (64 at most) go
+  // through shared memory, one thread per group, instead of a tile per group; the results are the
+  // same bits either way. 0 keeps every batch on the tile path (the parity test and the benchmark
+  // compare the two). 16: on an H200, groups of 16 at 10^8 rewards take 0.58 to 0.60 of the tile
+  // path's time this way, while groups of 64 and ragged groups of 1 to 64 take 1.4 to 1.5 times as
+  // long (bench/gpu_advantage_bench.cu, docs/GPU.md).
+  static constexpr uint32_t kDefaultStagedGroupMax = 16;
+  uint32_t staged_group_max = kDefaultStagedGroupMax;
 
   // Internal to kernels.cu.
   cudaError_t Reserve(void** buffer, size_t* capacity, size_t bytes);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -291,6 +292,11 @@ RlscoreGpu* rlscore_gpu_open(int device, char* error, size_t error_size) {
   auto* gpu = new RlscoreGpu;
   gpu->device = device;
   gpu->name = props.name;
+  // Which kernel path takes small groups (kernels.h). Both give the same bits: this only lets the
+  // parity test hold each path to the reference on every batch (gpu/run_device_checks.sh).
+  if (const char* limit = std::getenv("RLSCORE_GPU_STAGED_GROUP_MAX")) {
+    gpu->workspace.staged_group_max = static_cast<uint32_t>(std::strtoul(limit, nullptr, 10));
+  }
   e = cudaSetDevice(device);
   if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&gpu->stream, cudaStreamNonBlocking);
   if (e == cudaSuccess) e = gpu->staging.Open();

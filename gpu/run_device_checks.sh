@@ -26,9 +26,9 @@ step "build (gpu/ standalone, sm_90)"
 generator=()
 command -v ninja > /dev/null && generator=(-G Ninja)
 if ! cmake -S gpu -B build-gpu "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/configure.log" 2>&1 ||
-   ! cmake --build build-gpu -j "$(nproc)" > "$out/build.log" 2>&1; then
-  tail -30 "$out/configure.log" "$out/build.log" 2> /dev/null
+    -DCMAKE_CUDA_ARCHITECTURES=90 > "$out/build.log" 2>&1 ||
+   ! cmake --build build-gpu -j "$(nproc)" >> "$out/build.log" 2>&1; then
+  tail -30 "$out/build.log"
   echo "BUILD FAILED"
   exit 1
 fi
@@ -37,6 +37,15 @@ step "parity"
 timeout 300 build-gpu/gpu_parity_test > "$out/parity.txt" 2>&1
 parity_rc=$?
 tail -4 "$out/parity.txt"
+# Groups up to 16 go through shared memory by default: the tile path (0) and the shared-memory
+# path for groups up to 64 must hold on every batch too.
+for staged in 0 64; do
+  step "parity, RLSCORE_GPU_STAGED_GROUP_MAX=$staged"
+  echo "== RLSCORE_GPU_STAGED_GROUP_MAX=$staged" >> "$out/parity.txt"
+  RLSCORE_GPU_STAGED_GROUP_MAX=$staged timeout 200 build-gpu/gpu_parity_test --quick \
+    >> "$out/parity.txt" 2>&1 || parity_rc=1
+  tail -1 "$out/parity.txt"
+done
 
 step "benchmark"
 timeout 240 build-gpu/gpu_advantage_bench --data-dir "$data" > "$out/bench.txt" 2>&1
@@ -50,6 +59,18 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' > /dev/null 2>&1 
   timeout 120 python3 bench/torch_grpo_bench.py "$data/rewards_1e8.f64" 16 > "$out/torch.txt" 2>&1
   torch_rc=$?
   cat "$out/torch.txt"
+fi
+
+# Bad memory accesses and races in the kernels, on a small batch (runs only where the runtime
+# lets compute-sanitizer at the device; informational, it does not change the exit status).
+if command -v compute-sanitizer > /dev/null; then
+  step "compute-sanitizer (memcheck, racecheck) on the --small parity run"
+  for tool in memcheck racecheck; do
+    timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 3 \
+      build-gpu/gpu_parity_test --small > "$data/sanitizer.log" 2>&1
+    echo "$tool: exit $? ($(tail -1 "$data/sanitizer.log"))"
+    tail -40 "$data/sanitizer.log" >> "$out/sanitizer-log.txt"
+  done | tee "$out/sanitizer.txt"
 fi
 
 step "summary"
@@ -70,7 +91,8 @@ step "summary"
     echo "PyTorch: not available on this machine"
   fi
   echo "crossover (module call vs CPU, groups of 16):"
-  awk '/^2\./ { on = 1; next } on && NF == 4 { print "  " $0 }' "$out/bench.txt"
+  awk '/^2\./ { on = 1; next } on && NF == 5 { print "  " $0 }' "$out/bench.txt"
+  [ -f "$out/sanitizer.txt" ] && sed 's/^/compute-sanitizer /' "$out/sanitizer.txt"
   echo "total $(($(date +%s) - start)) s"
 } | tee "$out/summary.txt"
 [ "$parity_rc" -eq 0 ]

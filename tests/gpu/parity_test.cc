@@ -6,6 +6,7 @@
 //
 //   gpu_parity_test            every case, 10^3 … 10^8 rewards (a GPU machine, about a minute)
 //   gpu_parity_test --quick    10^3 … 10^6 rewards (what ctest runs)
+//   gpu_parity_test --small    10^3 and 10^4 rewards (under compute-sanitizer, which is slow)
 //
 // Needs only the C++ standard library and the module: GPU machines without GoogleTest build it.
 // Exits 77 (ctest's "skipped") with the reason when no device can be opened, 1 on any mismatch.
@@ -276,6 +277,7 @@ std::vector<Case> Cases(size_t n, bool everything, std::mt19937_64& rng) {
 
 int Main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  const bool small = argc > 1 && std::strcmp(argv[1], "--small") == 0;
   char error[512] = {};
   if (rlscore_gpu_abi_version() != RLSCORE_GPU_ABI_VERSION) {
     std::printf("FAIL: module ABI %d, expected %d\n", rlscore_gpu_abi_version(),
@@ -293,8 +295,9 @@ int Main(int argc, char** argv) {
   std::mt19937_64 rng(2026);
   bool ok = true;
   const std::vector<size_t> sizes =
-      quick ? std::vector<size_t>{1000, 10000, 100000, 1000000}
-            : std::vector<size_t>{1000, 10000, 100000, 1000000, 10000000, 100000000};
+      small   ? std::vector<size_t>{1000, 10000}
+      : quick ? std::vector<size_t>{1000, 10000, 100000, 1000000}
+              : std::vector<size_t>{1000, 10000, 100000, 1000000, 10000000, 100000000};
   {
     Case empty;
     empty.name = "empty batch";
