@@ -2,18 +2,22 @@
 // of pinned staging buffers) reused across calls, around the kernels of gpu/kernels.h.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <type_traits>
 
 #include "advantage/reference.h"
 #include "advantage/types.h"
 #include "gpu/kernels.h"
 #include "gpu/module_abi.h"
+#include "gpu/parallel_copy.h"
 
 namespace rlscore::gpu {
 namespace {
@@ -53,13 +57,17 @@ struct DeviceBuffer {
 };
 
 // Host <-> device copies through a ring of pinned slots, so pinned memory stays small whatever the
-// batch size, and the CPU's copy into (or out of) one slot overlaps the DMA of the others.
+// batch size, and the CPU's copy into (or out of) one slot overlaps the DMA of the others. The CPU
+// copies run on up to kCopyThreads threads (parallel_copy.h).
 class Staging {
  public:
   static constexpr int kSlots = 4;
   static constexpr size_t kSlotBytes = 16u << 20;
+  static constexpr unsigned kCopyThreads = 4;
 
   cudaError_t Open() {
+    const unsigned cores = std::thread::hardware_concurrency();
+    copier_ = std::make_unique<ParallelCopier>(cores == 0 ? 1 : std::min(cores, kCopyThreads));
     for (int s = 0; s < kSlots; ++s) {
       cudaError_t e = cudaMallocHost(&slot_[s], kSlotBytes);
       if (e != cudaSuccess) return e;
@@ -82,7 +90,7 @@ class Staging {
       next_ = (next_ + 1) % kSlots;
       cudaError_t e = cudaEventSynchronize(done_[s]);  // the slot's previous copy has left
       if (e != cudaSuccess) return e;
-      std::memcpy(slot_[s], static_cast<const char*>(host) + at, len);
+      copier_->Copy(slot_[s], static_cast<const char*>(host) + at, len);
       e = cudaMemcpyAsync(static_cast<char*>(device) + at, slot_[s], len, cudaMemcpyHostToDevice,
                           stream);
       if (e != cudaSuccess) return e;
@@ -114,7 +122,7 @@ class Staging {
       if (e != cudaSuccess) return e;
       const size_t at = k * kSlotBytes;
       const size_t len = bytes - at < kSlotBytes ? bytes - at : kSlotBytes;
-      std::memcpy(static_cast<char*>(host) + at, slot_[s], len);
+      copier_->Copy(static_cast<char*>(host) + at, slot_[s], len);
       if (k + kSlots < chunks) {
         e = issue(k + kSlots);
         if (e != cudaSuccess) return e;
@@ -125,6 +133,7 @@ class Staging {
   }
 
  private:
+  std::unique_ptr<ParallelCopier> copier_;
   void* slot_[kSlots] = {};
   cudaEvent_t done_[kSlots] = {};
   int next_ = 0;
