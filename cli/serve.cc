@@ -102,7 +102,7 @@ FlagSet MakeServeFlags(ServeFlags* f) {
              }});
   flags.Add({"gpu-min-rewards", "N",
              "batches with fewer rewards are computed on the CPU, which is faster for them "
-             "(default 65536)",
+             "(default 1000000)",
              [&o](std::string_view v) { return ParseUint64(v, &o.gpu.min_rewards); }});
   flags.Add({"print-config", "", "print the effective configuration and exit",
              [f](std::string_view v) { return ParseBool(v, &f->print_config); }});

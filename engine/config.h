@@ -87,7 +87,8 @@ struct ServerOptions {
   struct Gpu {
     std::string mode = "auto";  // off | auto | require
     std::string module_path;    // empty: librlscore_gpu.so next to the binary
-    uint64_t min_rewards = 65536;
+    // The measured crossover on an H200 host (docs/GPU.md).
+    uint64_t min_rewards = 1000000;
   } gpu;
 };
 

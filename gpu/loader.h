@@ -8,7 +8,7 @@
 //       LoadCudaBackend(DefaultModulePath());
 //   if (!cuda.ok()) LogWarning(cuda.status());  // --gpu=auto: serve from the CPU
 //   DispatchingBackend backend(advantage::NewCpuBackend(), std::move(*cuda),
-//                              {.min_rewards = 65536, .on_fallback = ...});
+//                              {.min_rewards = 1000000, .on_fallback = ...});
 //   backend.Compute(batch, options, ...);  // "cuda" for large batches, else "cpu"
 #pragma once
 
@@ -47,9 +47,10 @@ std::string DefaultModulePath();
 absl::StatusOr<std::unique_ptr<advantage::Backend>> LoadCudaBackend(const std::string& path);
 
 struct DispatchOptions {
-  // Batches with fewer rewards than this go to the CPU, which is faster for them (transfers and
-  // launches cost tens of microseconds; see docs/PERFORMANCE.md).
-  uint64_t min_rewards = 65536;
+  // Batches with fewer rewards than this go to the CPU, which is faster for them: on an H200 host
+  // the module call (copies in and out included) lost to the CPU up to 512,000 rewards and won
+  // from 768,000 on (docs/GPU.md).
+  uint64_t min_rewards = 1000000;
   // Called after the accelerated backend failed on a batch that the CPU then computed.
   std::function<void(const absl::Status&)> on_fallback;
 };
