@@ -84,9 +84,11 @@ absl::Status Compute(const Batch& batch, const Options& options, std::span<doubl
 // Allocating convenience over the function above.
 absl::StatusOr<Result> Compute(const Batch& batch, const Options& options);
 
-// The keep band of options.keep_band (types.h, KeepBand): sets GroupStats::outside_keep_band of
-// every group (false when the band is off or the group has no scorable entry). Compute() calls it
-// last; a backend that computes elsewhere calls it on its results. INVALID_ARGUMENT names the
+// The keep band of options.keep_band (types.h, KeepBand): when the band is on, sets
+// GroupStats::outside_keep_band of every group (false for a group with no scorable entry); when it
+// is off, does nothing, because every computation of the statistics (the CPU paths, the CUDA
+// module) leaves the flag false. Compute() calls it last; a backend that computes elsewhere calls
+// it on its results. INVALID_ARGUMENT names the
 // group and position of a NaN/±Inf accuracy of a scorable entry.
 // REQUIRES: ValidateShape(batch, options) is OK; groups.size() == batch.group_sizes.size() and
 // each group's mean is final. Thread-safe: touches nothing but its arguments.

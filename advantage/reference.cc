@@ -616,6 +616,7 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
       st.std = std[h];
       st.scorable = b.size[j];
       st.cause = ZeroVarianceCause::kNone;
+      st.outside_keep_band = false;
     }
   } else {
     // WriteGroup of the normal groups.

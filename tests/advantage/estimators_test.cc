@@ -872,6 +872,49 @@ TEST(KeepBand, KeepsExactlyTheGroupsWhoseMeanAccuracyIsInsideInclusive) {
   }
 }
 
+// With the band off nothing marks the groups: every computation of the statistics must leave the
+// flag false itself, also in output buffers that a banded call filled before. Groups of 16 take
+// the interleaved kernels, groups of 100 and groups with an unscorable entry the one-group path.
+TEST(KeepBand, OffClearsTheFlagsOfAnEarlierBandedCallInTheSameBuffers) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<double> rewards;
+  std::vector<uint32_t> sizes;
+  std::vector<Outcome> outcomes;
+  for (int g = 0; g < 300; ++g) {
+    const uint32_t size = g % 3 == 2 ? 100 : 16;
+    sizes.push_back(size);
+    for (uint32_t i = 0; i < size; ++i) {
+      rewards.push_back(u(rng) < 0.5 ? 1.0 + 0.01 * u(rng) : 0.0);
+      outcomes.push_back(g % 5 == 4 && i == 3 ? Outcome::kUnscorable : Outcome::kUnknown);
+    }
+  }
+  for (Estimator e :
+       {Estimator::kGrpo, Estimator::kDrGrpo, Estimator::kRloo, Estimator::kBatchNormalized,
+        Estimator::kReinforcePlusPlusBaseline, Estimator::kGrpoPassK}) {
+    for (bool with_outcomes : {false, true}) {
+      SCOPED_TRACE(absl::StrCat(static_cast<int>(e), with_outcomes ? " with outcomes" : ""));
+      const Batch batch{.rewards = rewards,
+                        .group_sizes = sizes,
+                        .outcomes = with_outcomes ? std::span<const Outcome>(outcomes)
+                                                  : std::span<const Outcome>()};
+      std::vector<double> advantages(rewards.size());
+      std::vector<GroupStats> groups(sizes.size());
+      BatchSummary summary;
+      Options o = Make(e);
+      o.keep_band = {.enabled = true, .lo = 2.0, .hi = 3.0};  // every group with signal outside
+      ASSERT_TRUE(Compute(batch, o, advantages, groups, &summary).ok());
+      ASSERT_TRUE(std::any_of(groups.begin(), groups.end(),
+                              [](const GroupStats& st) { return st.outside_keep_band; }));
+      o.keep_band = {};
+      ASSERT_TRUE(Compute(batch, o, advantages, groups, &summary).ok());
+      for (size_t g = 0; g < groups.size(); ++g) {
+        ASSERT_FALSE(groups[g].outside_keep_band) << "group " << g;
+      }
+    }
+  }
+}
+
 TEST(KeepBand, MeanAccuracyComesFromAccuracyThenOutcomesThenRewards) {
   // One group of four: rewards mean 0.3; outcomes say 1 of 3 scorable correct; accuracy 0.75.
   const std::vector<double> rewards = {0.1, 0.2, 0.3, 0.6};
