@@ -72,6 +72,20 @@ std::vector<uint32_t> Sizes(size_t n, int layout, std::mt19937_64& rng) {
   return sizes;
 }
 
+// Median milliseconds of `reps` runs of `body` on the host's clock, after one warm-up.
+template <typename Body>
+double TimeHost(int reps, Body body) {
+  body();
+  std::vector<double> ms;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    body();
+    ms.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return Median(ms);
+}
+
 // Median milliseconds of `reps` runs of `body` on `stream`, after one warm-up.
 template <typename Body>
 double TimeDevice(cudaStream_t stream, int reps, Body body) {
@@ -208,15 +222,7 @@ void TransferTable() {
   CHECK_CUDA(cudaMalloc(&device, bytes));
   std::memset(pinned, 3, bytes);
   auto report = [&](const char* what, auto body) {
-    body();
-    std::vector<double> ms;
-    for (int r = 0; r < 5; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
-      body();
-      ms.push_back(
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-    }
-    const double t = Median(ms);
+    const double t = TimeHost(5, body);
     std::printf("  %-34s %8.2f ms %8.1f GB/s\n", what, t, static_cast<double>(bytes) / (t * 1e6));
   };
   report("host memcpy, pageable to pinned", [&] { std::memcpy(pinned, pageable.data(), bytes); });
@@ -273,18 +279,7 @@ void ThresholdTable() {
     in.num_groups = sizes.size();
     in.zero_variance_threshold = advantage::kDefaultZeroVarianceThreshold;
     RlscoreGpuOutput out{adv.data(), groups.data(), &summary};
-    auto time_host = [](auto body) {
-      body();
-      std::vector<double> ms;
-      for (int r = 0; r < 15; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        body();
-        ms.push_back(
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                .count());
-      }
-      return Median(ms);
-    };
+    auto time_host = [](auto body) { return TimeHost(15, body); };
     if (rlscore_gpu_compute(gpu, &in, &out, error, sizeof error) != RLSCORE_GPU_OK) {
       std::printf("%11zu module call failed: %s\n", n, error);
       continue;
