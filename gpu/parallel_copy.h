@@ -47,6 +47,7 @@ class ParallelCopier {
   unsigned threads() const { return static_cast<unsigned>(helpers_.size()) + 1; }
 
   void Copy(void* dst, const void* src, size_t bytes) {
+    if (bytes == 0) return;  // either pointer may then be null, which memcpy does not allow
     if (helpers_.empty() || bytes < kParallelBytes) {
       std::memcpy(dst, src, bytes);
       return;
