@@ -3,12 +3,14 @@
 // advantage).
 //
 //   gpu_advantage_bench [--data-dir DIR]
+//   gpu_advantage_bench --profile     one untimed launch of each kernel path, for ncu
 //
 // Prints three tables:
 //   1. kernels on device-resident data vs cudaMemcpy device-to-device of the same 8·N bytes (both
-//      read 8·N and write 8·N bytes), the tile path and the shared-memory path for groups up to 64
-//      on the same batch (kernels.h), and cuBLAS group sums (dgemv with a ones vector) where the
-//      groups are uniform — the alternative the design considered;
+//      read 8·N and write 8·N bytes), each kernel path on the same batch (kernels.h: a tile per
+//      group, a thread per group in shared memory, tiles and threads in shared memory), and cuBLAS
+//      group sums (dgemv with a ones vector) where the groups are uniform — the alternative the
+//      design considered;
 //   2. the whole module call (host -> device -> host) vs the CPU path the server runs below
 //      --gpu-min-rewards (reference::ComputeInterleaved, what advantage::Compute calls), per batch
 //      size: where the GPU starts to pay; the plain reference beside it for scale;
@@ -111,8 +113,9 @@ double TimeDevice(cudaStream_t stream, int reps, Body body) {
 
 void DeviceTable(const std::string& data_dir) {
   std::printf("\n1. Kernels on device data vs a device-to-device copy of the same bytes\n");
-  std::printf("%11s %-11s %10s %10s %10s %9s %9s %10s %12s\n", "N", "layout", "ours ms", "copy ms",
-              "ours GB/s", "of copy", "tile ms", "staged ms", "cublas sums");
+  std::printf("%11s %-11s %10s %10s %10s %9s %9s %9s %9s %12s\n", "N", "layout", "ours ms",
+              "copy ms", "ours GB/s", "of copy", "tile ms", "thread ms", "s-tile ms",
+              "cublas sums");
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreate(&stream));
   cublasHandle_t cublas;
@@ -160,16 +163,24 @@ void DeviceTable(const std::string& data_dir) {
       Workspace workspace;
       const double ours_ms = TimeDevice(
           stream, reps, [&] { CHECK_CUDA(LaunchAdvantages(batch, output, &workspace, stream)); });
-      // The tile path on the same batch (kernels.h: small groups take one thread per group).
-      Workspace tiles;
-      tiles.staged_group_max = 0;
-      const double tile_ms = TimeDevice(
-          stream, reps, [&] { CHECK_CUDA(LaunchAdvantages(batch, output, &tiles, stream)); });
-      // Shared memory for groups up to 64, which the default leaves to the tile path.
-      Workspace staged;
-      staged.staged_group_max = 64;
-      const double staged_ms = TimeDevice(
-          stream, reps, [&] { CHECK_CUDA(LaunchAdvantages(batch, output, &staged, stream)); });
+      // Each kernel path on the same batch (kernels.h: Workspace::staged_group_max and
+      // staged_tile_max choose among them).
+      auto time_path = [&](uint32_t staged_group_max, uint32_t staged_tile_max) {
+        Workspace w;
+        w.staged_group_max = staged_group_max;
+        w.staged_tile_max = staged_tile_max;
+        const cudaError_t e = LaunchAdvantages(batch, output, &w, stream);
+        if (e != cudaSuccess) {
+          std::fprintf(stderr, "path (%u, %u): %s\n", staged_group_max, staged_tile_max,
+                       cudaGetErrorString(e));
+          return -1.0;
+        }
+        return TimeDevice(stream, reps,
+                          [&] { CHECK_CUDA(LaunchAdvantages(batch, output, &w, stream)); });
+      };
+      const double tile_ms = time_path(0, 0);
+      const double thread_ms = time_path(64, 0);
+      const double staged_tile_ms = time_path(0, 64);
       std::string cublas_col = "-";
       if (layout > 0 && n % layout == 0) {
         // Group sums as a matrix-vector product: the rewards are a column-major layout x g
@@ -191,12 +202,12 @@ void DeviceTable(const std::string& data_dir) {
         CHECK_CUDA(cudaFree(d_sums));
       }
       const double gbs = 2.0 * 8.0 * static_cast<double>(n) / (ours_ms * 1e6);
-      std::printf("%11zu %-11s %10.3f %10.3f %10.1f %8.0f%% %9.3f %10.3f %12s\n", n,
+      std::printf("%11zu %-11s %10.3f %10.3f %10.1f %8.0f%% %9.3f %9.3f %9.3f %12s\n", n,
                   layout == 16   ? "groups 16"
                   : layout == 64 ? "groups 64"
                                  : "ragged 1-64",
-                  ours_ms, copy_ms, gbs, 100.0 * copy_ms / ours_ms, tile_ms, staged_ms,
-                  cublas_col.c_str());
+                  ours_ms, copy_ms, gbs, 100.0 * copy_ms / ours_ms, tile_ms, thread_ms,
+                  staged_tile_ms, cublas_col.c_str());
       CHECK_CUDA(cudaFree(d_sizes));
       CHECK_CUDA(cudaFree(d_groups));
       CHECK_CUDA(cudaFree(d_root));
@@ -207,6 +218,54 @@ void DeviceTable(const std::string& data_dir) {
     CHECK_CUDA(cudaFree(d_copy));
   }
   cublasDestroy(cublas);
+  CHECK_CUDA(cudaStreamDestroy(stream));
+}
+
+// One launch of each kernel path per layout at 10^7 rewards, untimed: what `ncu` profiles
+// (gpu/run_device_checks.sh).
+void ProfileRuns() {
+  const size_t n = 10000000;
+  std::mt19937_64 rng(3);
+  const std::vector<double> rewards = Rewards(n, rng);
+  cudaStream_t stream;
+  CHECK_CUDA(cudaStreamCreate(&stream));
+  double *d_rewards, *d_adv;
+  CHECK_CUDA(cudaMalloc(&d_rewards, n * sizeof(double)));
+  CHECK_CUDA(cudaMalloc(&d_adv, n * sizeof(double)));
+  CHECK_CUDA(cudaMemcpy(d_rewards, rewards.data(), n * sizeof(double), cudaMemcpyHostToDevice));
+  advantage::reference::Moments* d_root;
+  DeviceCounters* d_counters;
+  CHECK_CUDA(cudaMalloc(&d_root, sizeof(advantage::reference::Moments)));
+  CHECK_CUDA(cudaMalloc(&d_counters, sizeof(DeviceCounters)));
+  for (int layout : {16, 64, 0}) {
+    const std::vector<uint32_t> sizes = Sizes(n, layout, rng);
+    uint32_t* d_sizes;
+    advantage::GroupStats* d_groups;
+    CHECK_CUDA(cudaMalloc(&d_sizes, sizes.size() * sizeof(uint32_t)));
+    CHECK_CUDA(cudaMalloc(&d_groups, sizes.size() * sizeof(advantage::GroupStats)));
+    CHECK_CUDA(
+        cudaMemcpy(d_sizes, sizes.data(), sizes.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
+    DeviceBatch batch;
+    batch.rewards = d_rewards;
+    batch.group_sizes = d_sizes;
+    batch.num_rewards = n;
+    batch.num_groups = sizes.size();
+    batch.max_group_size = *std::max_element(sizes.begin(), sizes.end());
+    DeviceOutput output{d_adv, d_groups, d_root, d_counters};
+    for (auto [threads, tiles] : {std::pair{0u, 0u}, {64u, 0u}, {0u, 64u}}) {
+      Workspace w;
+      w.staged_group_max = threads;
+      w.staged_tile_max = tiles;
+      CHECK_CUDA(LaunchAdvantages(batch, output, &w, stream));
+      CHECK_CUDA(cudaStreamSynchronize(stream));
+    }
+    CHECK_CUDA(cudaFree(d_sizes));
+    CHECK_CUDA(cudaFree(d_groups));
+  }
+  CHECK_CUDA(cudaFree(d_rewards));
+  CHECK_CUDA(cudaFree(d_adv));
+  CHECK_CUDA(cudaFree(d_root));
+  CHECK_CUDA(cudaFree(d_counters));
   CHECK_CUDA(cudaStreamDestroy(stream));
 }
 
@@ -305,8 +364,10 @@ void ThresholdTable() {
 
 int main(int argc, char** argv) {
   std::string data_dir;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--data-dir") == 0) data_dir = argv[i + 1];
+  bool profile = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--data-dir") == 0 && i + 1 < argc) data_dir = argv[++i];
+    if (std::strcmp(argv[i], "--profile") == 0) profile = true;
   }
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -316,6 +377,10 @@ int main(int argc, char** argv) {
   cudaDeviceProp props;
   CHECK_CUDA(cudaGetDeviceProperties(&props, 0));
   std::printf("device: %s, %d SMs\n", props.name, props.multiProcessorCount);
+  if (profile) {
+    rlscore::gpu::ProfileRuns();
+    return 0;
+  }
   rlscore::gpu::DeviceTable(data_dir);
   rlscore::gpu::ThresholdTable();
   rlscore::gpu::TransferTable();

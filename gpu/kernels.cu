@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cub/device/device_scan.cuh>
+#include <type_traits>
 
 #include "gpu/kernels.h"
 
@@ -54,6 +55,28 @@ __device__ uint32_t OrOverTile(const Tile& tile, uint32_t v) {
 
 __device__ inline bool Scorable(const uint8_t* outcomes, uint64_t index) {
   return outcomes == nullptr || outcomes[index] != kUnscorable;
+}
+
+// The zero-variance cause of a group of n scorable entries (kNone: it has signal). `present`: the
+// outcomes of its scorable entries as a bit set, 0 without outcomes.
+__device__ ZeroVarianceCause CauseOf(uint32_t n, bool identical, double std, double tau,
+                                     uint32_t present) {
+  if (n == 0) return ZeroVarianceCause::kAllUnscorable;
+  if (n == 1) return ZeroVarianceCause::kSingleton;
+  if (!identical && !BelowThreshold(std, tau)) return ZeroVarianceCause::kNone;
+  const ZeroVarianceCause cause = CauseFromOutcomeSet(present);
+  if (cause != ZeroVarianceCause::kNone) return cause;
+  return identical ? ZeroVarianceCause::kIdenticalRewards : ZeroVarianceCause::kBelowThreshold;
+}
+
+__device__ GroupStats StatsOf(double mean, double std, uint32_t n, ZeroVarianceCause cause) {
+  GroupStats stats;
+  stats.mean = mean;
+  stats.std = std;
+  stats.scorable = n;
+  stats.cause = cause;
+  stats.outside_keep_band = false;  // the host applies the keep band
+  return stats;
 }
 
 // Writes one group's advantages: +0.0 for a zero-variance group and for unscorable entries,
@@ -204,26 +227,10 @@ __global__ void __launch_bounds__(kBlockThreads)
       continue;
     }
 
-    ZeroVarianceCause cause = ZeroVarianceCause::kNone;
-    if (n == 0) {
-      cause = ZeroVarianceCause::kAllUnscorable;
-    } else if (n == 1) {
-      cause = ZeroVarianceCause::kSingleton;
-    } else if (identical || BelowThreshold(std, tau)) {
-      cause = CauseFromOutcomeSet(present);
-      if (cause == ZeroVarianceCause::kNone) {
-        cause =
-            identical ? ZeroVarianceCause::kIdenticalRewards : ZeroVarianceCause::kBelowThreshold;
-      }
-    }
+    const ZeroVarianceCause cause = CauseOf(n, identical, std, tau, present);
 
     if (lane == 0) {
-      GroupStats& stats = out.groups[g];
-      stats.mean = mean;
-      stats.std = std;
-      stats.scorable = n;
-      stats.cause = cause;
-      stats.outside_keep_band = false;  // the host applies the keep band
+      out.groups[g] = StatsOf(mean, std, n, cause);
       moments[local] = Moments{n, mean, m2};
       atomicAdd(&unscorable, size - n);
       if (write_advantages) atomicAdd(&causes[static_cast<int>(cause)], 1u);
@@ -238,92 +245,149 @@ __global__ void __launch_bounds__(kBlockThreads)
   FinishBlock(moments, causes, unscorable, groups_per_block, partials, out.counters);
 }
 
-// Shared memory of StagedGroupKernel: the block's rewards, one pad slot after every 16 so that
+// Shared memory of the staged kernels: the block's rewards, one pad slot after every 16 so that
 // threads reading their groups at a stride of 16 doubles hit different banks.
 constexpr uint32_t kStagedDoubles = 4096;
 __host__ __device__ constexpr uint32_t Padded(uint32_t i) { return i + i / 16; }
 constexpr size_t kStagedBytes = Padded(kStagedDoubles) * sizeof(double);
 
+// The block's aligned run of groups: [first_group, first_group + groups), whose rewards are
+// [begin, begin + span) (at most kStagedDoubles, since a group has at most kMax entries and the
+// block takes kStagedDoubles / kMax groups).
+struct BlockRun {
+  uint64_t first_group;
+  uint32_t groups;
+  uint64_t begin;
+  uint32_t span;
+};
+
+__device__ BlockRun RunOfBlock(const DeviceBatch& batch, const uint32_t* offsets,
+                               uint32_t groups_per_block) {
+  BlockRun run;
+  run.first_group = static_cast<uint64_t>(blockIdx.x) * groups_per_block;
+  const uint64_t left = batch.num_groups - run.first_group;
+  run.groups = left < groups_per_block ? static_cast<uint32_t>(left) : groups_per_block;
+  const uint64_t last = run.first_group + run.groups - 1;
+  run.begin = offsets[run.first_group];
+  run.span = static_cast<uint32_t>(offsets[last] + batch.group_sizes[last] - run.begin);
+  return run;
+}
+
+// Copies the run's rewards into shared memory with coalesced loads, every load issued before any
+// store so that a thread has all of its loads in flight at once. The caller synchronises.
+__device__ void StageIn(const double* rewards, const BlockRun& run, double* staged) {
+  constexpr uint32_t kPerThread = kStagedDoubles / kBlockThreads;
+  double v[kPerThread];
+#pragma unroll
+  for (uint32_t k = 0; k < kPerThread; ++k) {
+    const uint32_t i = threadIdx.x + k * kBlockThreads;
+    v[k] = i < run.span ? rewards[run.begin + i] : 0.0;
+  }
+#pragma unroll
+  for (uint32_t k = 0; k < kPerThread; ++k) {
+    const uint32_t i = threadIdx.x + k * kBlockThreads;
+    if (i < run.span) staged[Padded(i)] = v[k];
+  }
+}
+
+// Stores the run's advantages, written in place of the staged rewards, with coalesced stores.
+__device__ void StageOut(const double* staged, const BlockRun& run, double* advantages) {
+  for (uint32_t i = threadIdx.x; i < run.span; i += kBlockThreads) {
+    advantages[run.begin + i] = staged[Padded(i)];
+  }
+}
+
+// Σ term(at(i)) over i < n <= kMax by one thread, in the canonical order (reference.h): lane
+// i % 8 from +0.0 in index order, then the fold lane[j] += lane[j + w], w = 4, 2, 1.
+template <int kMax, typename At, typename Term>
+__device__ double ThreadSum(const At& at, uint32_t n, const Term& term) {
+  constexpr int kLanes = static_cast<int>(advantage::reference::kLanes);
+  // Up to 16 rewards in registers; longer groups loop by rows of 8 (registers decide occupancy).
+  constexpr int kRowsUnrolled = kMax <= 16 ? kMax / kLanes : 1;
+  double lane[kLanes];
+#pragma unroll
+  for (int l = 0; l < kLanes; ++l) lane[l] = 0.0;
+#pragma unroll kRowsUnrolled
+  for (int row = 0; row < kMax / kLanes; ++row) {
+#pragma unroll
+    for (int l = 0; l < kLanes; ++l) {
+      const int i = row * kLanes + l;
+      if (i < static_cast<int>(n)) lane[l] = __dadd_rn(lane[l], term(at(i)));
+    }
+  }
+#pragma unroll
+  for (int w = kLanes / 2; w >= 1; w /= 2) {
+#pragma unroll
+    for (int j = 0; j < w; ++j) lane[j] = __dadd_rn(lane[j], lane[j + w]);
+  }
+  return lane[0];
+}
+
+// M2 and σ of a group of n values whose M2 fell below kTinySumOfSquares (about 1e-140 of spread):
+// the deviations rescaled by the largest one, as reference.cc does. By one thread.
+template <int kMax, typename At>
+__device__ void TinySpread(const At& at, uint32_t n, double mean, Deviation deviation, double* m2,
+                           double* std) {
+  double scale = 0.0;
+  for (int i = 0; i < static_cast<int>(n); ++i) scale = fmax(scale, fabs(__dsub_rn(at(i), mean)));
+  if (scale == 0.0) {
+    *m2 = 0.0;
+    *std = 0.0;
+    return;
+  }
+  const double scaled = ThreadSum<kMax>(at, n, [&](double v) {
+    const double d = __ddiv_rn(__dsub_rn(v, mean), scale);
+    return __dmul_rn(d, d);
+  });
+  *m2 = __dmul_rn(__dmul_rn(scaled, scale), scale);
+  *std = __dmul_rn(scale, StdFromM2(scaled, n, deviation));
+}
+
+// Adds the block's causes with one shared atomic per cause and warp rather than one per group.
+// Every thread of the block calls it; `counted` is the cause its group adds, or -1 for none.
+__device__ void CountCauses(int counted, unsigned int* causes) {
+  for (int c = 0; c < kNumZeroVarianceCauses; ++c) {
+    const unsigned int votes = __ballot_sync(0xffffffffu, counted == c);
+    if ((threadIdx.x & 31u) == 0 && votes != 0) atomicAdd(&causes[c], __popc(votes));
+  }
+}
+
 // GroupKernel's work for batches without outcomes whose groups have at most kMax entries, with
 // one thread per group. The tile path spends its time per group (each of the 8 lanes runs the
 // group's divisions and square root, for four groups per warp), and a thread reading its own group
-// from global memory touches a line per lane per load. So the block loads its run of groups'
-// rewards into shared memory with coalesced loads, each thread computes its group there, keeping
-// the 8 canonical lanes in registers and folding them as the reference does (reference.h: the same
-// bits), writes the advantages in place, and the block stores them with coalesced stores. A block
-// takes kStagedDoubles / kMax groups (groups_per_block at most that), one thread each.
+// from global memory touches a line per lane per load. So the block stages its run of groups'
+// rewards in shared memory, each thread computes its group there, keeping the 8 canonical lanes
+// in registers (ThreadSum: the same bits as the reference), writes the advantages in place, and
+// the block stores them with coalesced stores. A block takes kStagedDoubles / kMax groups
+// (groups_per_block at most that), one thread each.
 template <int kMax>
 __global__ void __launch_bounds__(kBlockThreads)
     StagedGroupKernel(DeviceBatch batch, DeviceOutput out, const uint32_t* offsets,
                       Moments* partials, uint32_t groups_per_block, bool write_advantages) {
   static_assert(kStagedDoubles / kMax <= kBlockThreads, "one thread per group of the block");
-  constexpr int kLanes = static_cast<int>(advantage::reference::kLanes);
-  // Up to 16 rewards in registers; longer groups loop by rows of 8 (registers decide occupancy).
-  constexpr int kRowsUnrolled = kMax <= 16 ? kMax / kLanes : 1;
   constexpr int kUnrolled = kMax <= 16 ? kMax : 8;
   extern __shared__ double staged[];
   __shared__ Moments moments[kMaxGroupsPerBlock];
   __shared__ unsigned int causes[kNumZeroVarianceCauses];
   if (threadIdx.x < kNumZeroVarianceCauses) causes[threadIdx.x] = 0;
 
-  const uint64_t first_group = static_cast<uint64_t>(blockIdx.x) * groups_per_block;
-  const uint64_t last_group =
-      (first_group + groups_per_block < batch.num_groups ? first_group + groups_per_block
-                                                         : batch.num_groups) -
-      1;
-  const uint64_t begin = offsets[first_group];
-  const uint32_t span =
-      static_cast<uint32_t>(offsets[last_group] + batch.group_sizes[last_group] - begin);
-  {
-    // Every load issued before any store, so a thread has all of its loads in flight at once.
-    constexpr uint32_t kPerThread = kStagedDoubles / kBlockThreads;
-    double v[kPerThread];
-#pragma unroll
-    for (uint32_t k = 0; k < kPerThread; ++k) {
-      const uint32_t i = threadIdx.x + k * kBlockThreads;
-      v[k] = i < span ? batch.rewards[begin + i] : 0.0;
-    }
-#pragma unroll
-    for (uint32_t k = 0; k < kPerThread; ++k) {
-      const uint32_t i = threadIdx.x + k * kBlockThreads;
-      if (i < span) staged[Padded(i)] = v[k];
-    }
-  }
+  const BlockRun run = RunOfBlock(batch, offsets, groups_per_block);
+  StageIn(batch.rewards, run, staged);
   __syncthreads();
 
   const uint32_t local = threadIdx.x;
-  const uint64_t g = first_group + local;
+  const uint64_t g = run.first_group + local;
   Moments m{};
   int counted = -1;  // the cause this thread's group adds to the counters; -1 for none
-  if (local < groups_per_block && g < batch.num_groups) {
+  if (local < run.groups) {
     const uint32_t n = batch.group_sizes[g];  // > 0, every entry scorable
-    const uint32_t start = static_cast<uint32_t>(offsets[g] - begin);
+    const uint32_t start = static_cast<uint32_t>(offsets[g] - run.begin);
     auto at = [&](int i) -> double& { return staged[Padded(start + static_cast<uint32_t>(i))]; };
-    // Σ term(x_i) in the canonical order: lane i % 8 from +0.0 in index order, then the fold.
-    auto canonical_sum = [&](auto term) {
-      double lane[kLanes];
-#pragma unroll
-      for (int l = 0; l < kLanes; ++l) lane[l] = 0.0;
-#pragma unroll kRowsUnrolled
-      for (int row = 0; row < kMax / kLanes; ++row) {
-#pragma unroll
-        for (int l = 0; l < kLanes; ++l) {
-          const int i = row * kLanes + l;
-          if (i < static_cast<int>(n)) lane[l] = __dadd_rn(lane[l], term(at(i)));
-        }
-      }
-#pragma unroll
-      for (int w = kLanes / 2; w >= 1; w /= 2) {
-#pragma unroll
-        for (int j = 0; j < w; ++j) lane[j] = __dadd_rn(lane[j], lane[j + w]);
-      }
-      return lane[0];
-    };
 
     const double first = at(0);
     const unsigned long long first_bits = __double_as_longlong(first);
     bool identical = true;
-    const double sum = canonical_sum([&](double v) {
+    const double sum = ThreadSum<kMax>(at, n, [&](double v) {
       identical &= __double_as_longlong(v) == first_bits;
       return v;
     });
@@ -332,30 +396,14 @@ __global__ void __launch_bounds__(kBlockThreads)
     if (finite) {
       mean = identical ? first : __ddiv_rn(sum, static_cast<double>(n));
       if (!identical) {
-        m2 = canonical_sum([&](double v) {
+        m2 = ThreadSum<kMax>(at, n, [&](double v) {
           const double d = __dsub_rn(v, mean);
           return __dmul_rn(d, d);
         });
         finite = isfinite(m2);
       }
       if (finite && !identical && m2 < kTinySumOfSquares) {
-        // A spread below about 1e-140: deviations rescaled by the largest one (reference.cc).
-        double scale = 0.0;
-#pragma unroll kUnrolled
-        for (int i = 0; i < static_cast<int>(n); ++i) {
-          scale = fmax(scale, fabs(__dsub_rn(at(i), mean)));
-        }
-        if (scale == 0.0) {
-          m2 = 0.0;
-          std = 0.0;
-        } else {
-          const double scaled = canonical_sum([&](double v) {
-            const double d = __ddiv_rn(__dsub_rn(v, mean), scale);
-            return __dmul_rn(d, d);
-          });
-          m2 = __dmul_rn(__dmul_rn(scaled, scale), scale);
-          std = __dmul_rn(scale, StdFromM2(scaled, n, batch.options.deviation));
-        }
+        TinySpread<kMax>(at, n, mean, batch.options.deviation, &m2, &std);
       } else if (finite) {
         std = StdFromM2(m2, n, batch.options.deviation);
       }
@@ -367,20 +415,9 @@ __global__ void __launch_bounds__(kBlockThreads)
       atomicMin(&out.counters->first_bad_group, static_cast<unsigned long long>(g));
       out.groups[g] = GroupStats{};
     } else {
-      ZeroVarianceCause cause = ZeroVarianceCause::kNone;
-      if (n == 1) {
-        cause = ZeroVarianceCause::kSingleton;
-      } else if (identical || BelowThreshold(std, batch.options.zero_variance_threshold)) {
-        cause =
-            identical ? ZeroVarianceCause::kIdenticalRewards : ZeroVarianceCause::kBelowThreshold;
-      }
-      GroupStats stats;
-      stats.mean = mean;
-      stats.std = std;
-      stats.scorable = n;
-      stats.cause = cause;
-      stats.outside_keep_band = false;  // the host applies the keep band
-      out.groups[g] = stats;
+      const ZeroVarianceCause cause =
+          CauseOf(n, identical, std, batch.options.zero_variance_threshold, 0);
+      out.groups[g] = StatsOf(mean, std, n, cause);
       m = Moments{n, mean, m2};
       if (write_advantages) {
         counted = static_cast<int>(cause);
@@ -395,16 +432,155 @@ __global__ void __launch_bounds__(kBlockThreads)
     }
   }
   if (local < kMaxGroupsPerBlock) moments[local] = m;
-  // One shared atomic per cause and warp rather than one per group.
-  for (int c = 0; c < kNumZeroVarianceCauses; ++c) {
-    const unsigned int votes = __ballot_sync(0xffffffffu, counted == c);
-    if ((threadIdx.x & 31u) == 0 && votes != 0) atomicAdd(&causes[c], __popc(votes));
-  }
+  CountCauses(counted, causes);
   __syncthreads();
-  if (write_advantages) {
-    for (uint32_t i = threadIdx.x; i < span; i += kBlockThreads) {
-      out.advantages[begin + i] = staged[Padded(i)];
+  if (write_advantages) StageOut(staged, run, out.advantages);
+  FinishBlock(moments, causes, 0, groups_per_block, partials, out.counters);
+}
+
+// The same work for groups of up to kMax = 64 entries of uneven sizes, where one thread walking
+// its group (StagedGroupKernel) idles most of a warp on the longest of 32 groups and its reads
+// collide in shared memory banks. Here the block alternates: tiles of 8 threads take the sums over
+// the staged rewards (lane l of a tile adds the group's elements l, l + 8, …: the canonical lanes
+// themselves, folded with shuffles), and one thread per group takes the scalar steps between them
+// (the mean, σ, the cause, the factor), which on the tile path each of the 8 lanes repeats. The
+// phases meet in shared memory at block barriers.
+template <int kMax>
+__global__ void __launch_bounds__(kBlockThreads)
+    StagedTileKernel(DeviceBatch batch, DeviceOutput out, const uint32_t* offsets,
+                     Moments* partials, uint32_t groups_per_block, bool write_advantages) {
+  constexpr int W = static_cast<int>(advantage::reference::kLanes);
+  constexpr uint32_t kGroups = kStagedDoubles / kMax;  // groups_per_block at most
+  static_assert(kGroups <= kBlockThreads, "one thread per group of the block");
+  extern __shared__ double staged[];
+  __shared__ Moments moments[kGroups];
+  __shared__ unsigned int causes[kNumZeroVarianceCauses];
+  __shared__ uint32_t starts[kGroups];  // in `staged`, before padding
+  __shared__ uint32_t sizes[kGroups];
+  __shared__ double sums[kGroups];  // Σ x, then M2 (tiles to threads)
+  __shared__ double means[kGroups];
+  __shared__ double factors[kGroups];
+  // Per group, from the threads to the tiles: whether the next tile phase has work.
+  __shared__ bool identical[kGroups];
+  __shared__ bool busy[kGroups];
+
+  cg::thread_block block = cg::this_thread_block();
+  const auto tile = cg::tiled_partition<W>(block);
+  const uint32_t lane = tile.thread_rank();
+  const uint32_t tiles = kBlockThreads / W;
+  const uint32_t tile_index = threadIdx.x / W;
+  if (threadIdx.x < kNumZeroVarianceCauses) causes[threadIdx.x] = 0;
+
+  const BlockRun run = RunOfBlock(batch, offsets, groups_per_block);
+  const uint32_t local = threadIdx.x;  // this thread's group in the scalar phases
+  const uint64_t g = run.first_group + local;
+  if (local < run.groups) {
+    starts[local] = static_cast<uint32_t>(offsets[g] - run.begin);
+    sizes[local] = batch.group_sizes[g];  // > 0, every entry scorable
+  }
+  StageIn(batch.rewards, run, staged);
+  block.sync();
+
+  // Tiles: Σ x and bit-identity with the first value.
+  for (uint32_t t = tile_index; t < run.groups; t += tiles) {
+    const double* x = staged;
+    const uint32_t start = starts[t], n = sizes[t];
+    const unsigned long long first = __double_as_longlong(x[Padded(start)]);
+    double acc = 0.0;
+    bool differs = false;
+    for (uint32_t i = lane; i < n; i += W) {
+      const double v = x[Padded(start + i)];
+      acc = __dadd_rn(acc, v);
+      differs |= __double_as_longlong(v) != first;
     }
+    const double sum = FoldLanes<W>(tile, acc);
+    const bool same = !tile.any(differs);
+    if (lane == 0) {
+      sums[t] = sum;
+      identical[t] = same;
+    }
+  }
+  block.sync();
+
+  // Threads: the mean.
+  bool finite = false;
+  if (local < run.groups) {
+    const uint32_t n = sizes[local];
+    finite = isfinite(sums[local]);
+    means[local] = !finite            ? 0.0
+                   : identical[local] ? staged[Padded(starts[local])]
+                                      : __ddiv_rn(sums[local], static_cast<double>(n));
+    busy[local] = finite && !identical[local];
+  }
+  block.sync();
+
+  // Tiles: Σ (x - μ)², for the groups whose values differ.
+  for (uint32_t t = tile_index; t < run.groups; t += tiles) {
+    if (!busy[t]) continue;  // the same for the whole tile
+    const uint32_t start = starts[t], n = sizes[t];
+    const double mean = means[t];
+    double acc = 0.0;
+    for (uint32_t i = lane; i < n; i += W) {
+      const double d = __dsub_rn(staged[Padded(start + i)], mean);
+      acc = __dadd_rn(acc, __dmul_rn(d, d));
+    }
+    const double m2 = FoldLanes<W>(tile, acc);
+    if (lane == 0) sums[t] = m2;
+  }
+  block.sync();
+
+  // Threads: σ, the cause, the statistics, the factor.
+  Moments m{};
+  int counted = -1;  // the cause this thread's group adds to the counters; -1 for none
+  if (local < run.groups) {
+    const uint32_t n = sizes[local];
+    const double mean = means[local];
+    double m2 = 0.0, std = 0.0;
+    if (busy[local]) {
+      m2 = sums[local];
+      finite = isfinite(m2);
+      if (finite && m2 < kTinySumOfSquares) {
+        auto at = [&](int i) { return staged[Padded(starts[local] + static_cast<uint32_t>(i))]; };
+        TinySpread<kMax>(at, n, mean, batch.options.deviation, &m2, &std);
+      } else if (finite) {
+        std = StdFromM2(m2, n, batch.options.deviation);
+      }
+    }
+    bool zero_variance = true;
+    factors[local] = 0.0;
+    if (!finite) {
+      // As in GroupKernel: the host redoes the batch on the CPU (the advantages stored for this
+      // group are unspecified).
+      atomicMin(&out.counters->first_bad_group, static_cast<unsigned long long>(g));
+      out.groups[g] = GroupStats{};
+    } else {
+      const ZeroVarianceCause cause =
+          CauseOf(n, identical[local], std, batch.options.zero_variance_threshold, 0);
+      out.groups[g] = StatsOf(mean, std, n, cause);
+      m = Moments{n, mean, m2};
+      zero_variance = cause != ZeroVarianceCause::kNone;
+      if (write_advantages) counted = static_cast<int>(cause);
+      if (!zero_variance) factors[local] = Factor(batch.options.estimator, std, n, 0.0);
+    }
+    busy[local] = !zero_variance;
+  }
+  if (local < kGroups) moments[local] = m;
+  CountCauses(counted, causes);
+  block.sync();
+
+  if (write_advantages) {
+    // Tiles: the advantages, in place.
+    for (uint32_t t = tile_index; t < run.groups; t += tiles) {
+      const uint32_t start = starts[t], n = sizes[t];
+      const bool signal = busy[t];
+      const double mean = means[t], factor = factors[t];
+      for (uint32_t i = lane; i < n; i += W) {
+        double& x = staged[Padded(start + i)];
+        x = signal ? __dmul_rn(__dsub_rn(x, mean), factor) : 0.0;
+      }
+    }
+    block.sync();
+    StageOut(staged, run, out.advantages);
   }
   FinishBlock(moments, causes, 0, groups_per_block, partials, out.counters);
 }
@@ -465,23 +641,61 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-// `staged_max`: 0 for the tile path (GroupKernel), else the kMax of StagedGroupKernel.
+// Which kernel covers the groups (Workspace::staged_group_max and staged_tile_max).
+enum class Path { kTiles, kStagedThreads, kStagedTiles };
+
+// The staged kernels by their kMax, for LaunchStaged.
+template <int kMax>
+struct StagedThreads {
+  static constexpr auto kKernel = StagedGroupKernel<kMax>;
+};
+template <int kMax>
+struct StagedTiles {
+  static constexpr auto kKernel = StagedTileKernel<kMax>;
+};
+
+// Launches Kernel<staged_max>::kKernel with kStagedBytes of dynamic shared memory.
+// StagedTileKernel<16>'s static arrays and the staged rewards pass 48 KiB, past which a kernel
+// must ask for its dynamic shared memory: the first launch of each tile kernel on a workspace
+// does. (The thread kernels stay under it and launch as they were measured.)
+template <template <int> class Kernel>
+cudaError_t LaunchStaged(uint32_t staged_max, Workspace* workspace, unsigned grid,
+                         cudaStream_t stream, const DeviceBatch& batch, const DeviceOutput& output,
+                         Moments* partials, uint32_t groups_per_block, bool write_advantages) {
+  constexpr bool kTiles = std::is_same_v<Kernel<16>, StagedTiles<16>>;
+  auto launch = [&](auto kernel, bool* configured) {
+    if (kTiles && !*configured) {
+      const cudaError_t e = cudaFuncSetAttribute(
+          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kStagedBytes));
+      if (e != cudaSuccess) return e;
+      *configured = true;
+    }
+    kernel<<<grid, kBlockThreads, kStagedBytes, stream>>>(
+        batch, output, workspace->offsets, partials, groups_per_block, write_advantages);
+    return cudaSuccess;
+  };
+  bool* configured = workspace->staged_tiles_configured;
+  if (staged_max == 16) return launch(Kernel<16>::kKernel, &configured[0]);
+  if (staged_max == 32) return launch(Kernel<32>::kKernel, &configured[1]);
+  return launch(Kernel<64>::kKernel, &configured[2]);
+}
+
+// `staged_max`: the kMax of the staged kernels (16, 32 or 64); unused on the tile path.
 template <int W>
 cudaError_t LaunchForWidth(const DeviceBatch& batch, const DeviceOutput& output,
                            Workspace* workspace, uint32_t groups_per_block, uint64_t blocks,
-                           uint32_t staged_max, cudaStream_t stream) {
+                           Path path, uint32_t staged_max, cudaStream_t stream) {
   const bool batch_normalized = batch.options.estimator == Estimator::kBatchNormalized;
   const unsigned grid = static_cast<unsigned>(blocks);
   Moments* partials = workspace->partials[0];
-  if (staged_max == 16) {
-    StagedGroupKernel<16><<<grid, kBlockThreads, kStagedBytes, stream>>>(
-        batch, output, workspace->offsets, partials, groups_per_block, !batch_normalized);
-  } else if (staged_max == 32) {
-    StagedGroupKernel<32><<<grid, kBlockThreads, kStagedBytes, stream>>>(
-        batch, output, workspace->offsets, partials, groups_per_block, !batch_normalized);
-  } else if (staged_max == 64) {
-    StagedGroupKernel<64><<<grid, kBlockThreads, kStagedBytes, stream>>>(
-        batch, output, workspace->offsets, partials, groups_per_block, !batch_normalized);
+  if (path == Path::kStagedThreads) {
+    cudaError_t e = LaunchStaged<StagedThreads>(staged_max, workspace, grid, stream, batch, output,
+                                                partials, groups_per_block, !batch_normalized);
+    if (e != cudaSuccess) return e;
+  } else if (path == Path::kStagedTiles) {
+    cudaError_t e = LaunchStaged<StagedTiles>(staged_max, workspace, grid, stream, batch, output,
+                                              partials, groups_per_block, !batch_normalized);
+    if (e != cudaSuccess) return e;
   } else {
     GroupKernel<W><<<grid, kBlockThreads, 0, stream>>>(batch, output, workspace->offsets,
                                                        workspace->compacted, partials,
@@ -587,15 +801,20 @@ cudaError_t LaunchAdvantages(const DeviceBatch& batch, const DeviceOutput& outpu
     if (e != cudaSuccess) return e;
   }
 
-  // Small groups without outcomes go through shared memory, one thread per group.
-  uint32_t staged_max = 0;
-  if (batch.outcomes == nullptr && batch.max_group_size <= workspace->staged_group_max) {
-    staged_max = std::max<uint32_t>(16, std::bit_ceil(batch.max_group_size));
-    if (staged_max > 64) staged_max = 0;
+  // Small groups without outcomes go through shared memory (kernels.h).
+  Path path = Path::kTiles;
+  uint32_t staged_max = std::max<uint32_t>(16, std::bit_ceil(batch.max_group_size));
+  if (batch.outcomes == nullptr && staged_max <= 64) {
+    if (batch.max_group_size <= workspace->staged_group_max) {
+      path = Path::kStagedThreads;
+    } else if (batch.max_group_size <= workspace->staged_tile_max) {
+      path = Path::kStagedTiles;
+    }
   }
 
   // Enough blocks to fill the device (four per SM) before a block takes more groups.
-  uint32_t groups_per_block = staged_max != 0 ? kStagedDoubles / staged_max : kMaxGroupsPerBlock;
+  uint32_t groups_per_block =
+      path != Path::kTiles ? kStagedDoubles / staged_max : kMaxGroupsPerBlock;
   const uint64_t enough = 4ull * static_cast<uint64_t>(workspace->sm_count);
   while (groups_per_block > 1 &&
          (batch.num_groups + groups_per_block - 1) / groups_per_block < enough) {
@@ -616,16 +835,16 @@ cudaError_t LaunchAdvantages(const DeviceBatch& batch, const DeviceOutput& outpu
       batch.max_group_size >= kLanes ? kLanes : std::bit_ceil(batch.max_group_size);
   switch (width) {
     case 1:
-      return LaunchForWidth<1>(batch, output, workspace, groups_per_block, blocks, staged_max,
+      return LaunchForWidth<1>(batch, output, workspace, groups_per_block, blocks, path, staged_max,
                                stream);
     case 2:
-      return LaunchForWidth<2>(batch, output, workspace, groups_per_block, blocks, staged_max,
+      return LaunchForWidth<2>(batch, output, workspace, groups_per_block, blocks, path, staged_max,
                                stream);
     case 4:
-      return LaunchForWidth<4>(batch, output, workspace, groups_per_block, blocks, staged_max,
+      return LaunchForWidth<4>(batch, output, workspace, groups_per_block, blocks, path, staged_max,
                                stream);
     default:
-      return LaunchForWidth<8>(batch, output, workspace, groups_per_block, blocks, staged_max,
+      return LaunchForWidth<8>(batch, output, workspace, groups_per_block, blocks, path, staged_max,
                                stream);
   }
 }

@@ -6,11 +6,12 @@
 // power of two, at most the 8 canonical lanes) owns one group at a time. Lane l of the tile adds
 // the group's elements l, l + 8, … (a tile narrower than 8 only exists when every group fits in
 // it), the lanes are folded with shuffles, and the same tile writes the advantages. Small groups
-// without outcomes instead go through shared memory: the block loads their rewards coalesced, one
-// thread per group keeps the 8 lanes in registers, and the block stores the advantages coalesced
-// (Workspace::staged_group_max). A block owns an aligned run of B groups (a power of two) and
-// folds their moments over the canonical tree in shared memory, so only one partial per block
-// reaches global memory.
+// without outcomes instead go through shared memory: the block loads their rewards coalesced,
+// computes there (one thread per group keeping the 8 lanes in registers, or tiles of 8 for the
+// sums and a thread per group for the rest), and stores the advantages coalesced
+// (Workspace::staged_group_max, staged_tile_max). A block owns an aligned run of B groups (a power
+// of two) and folds their moments over the canonical tree in shared memory, so only one partial per
+// block reaches global memory.
 //
 //   DeviceBatch batch{...};            // device pointers; see the fields
 //   Workspace workspace;               // owned by the caller, reused across calls
@@ -65,14 +66,22 @@ class Workspace {
 
   void Release();
 
-  // Batches without outcomes whose groups all have at most this many entries (64 at most) go
-  // through shared memory, one thread per group, instead of a tile per group; the results are the
-  // same bits either way. 0 keeps every batch on the tile path (the parity test and the benchmark
-  // compare the two). 16: on an H200, groups of 16 at 10^8 rewards take 0.58 to 0.60 of the tile
-  // path's time this way, while groups of 64 and ragged groups of 1 to 64 take 1.4 to 1.5 times as
-  // long (bench/gpu_advantage_bench.cu, docs/GPU.md).
+  // Which kernel takes a batch without outcomes whose groups all have at most 64 entries; the
+  // results are the same bits whichever does. Groups of at most staged_group_max entries: one
+  // thread per group over the block's rewards staged in shared memory (StagedGroupKernel); else
+  // groups of at most staged_tile_max: the same staging, tiles of 8 for the sums and a thread per
+  // group for the rest (StagedTileKernel); else, and always with outcomes, a tile per group on
+  // global memory (GroupKernel). 0 turns a path off: the parity test and the benchmark set these
+  // to hold each path to the reference on every batch and to compare them.
+  // On an H200 at 10^8 rewards (bench/gpu_advantage_bench.cu, docs/GPU.md): groups of 16 take
+  // 0.58 to 0.60 of the tile path's time with a thread per group, while for groups of 64 and
+  // ragged groups of 1 to 64 a thread per group takes 1.4 to 1.5 times as long as the tiles.
+  // StagedTileKernel has been bit-identical on the device but not yet timed there, so it stays
+  // off by default until the benchmark says where it wins.
   static constexpr uint32_t kDefaultStagedGroupMax = 16;
+  static constexpr uint32_t kDefaultStagedTileMax = 0;
   uint32_t staged_group_max = kDefaultStagedGroupMax;
+  uint32_t staged_tile_max = kDefaultStagedTileMax;
 
   // Internal to kernels.cu.
   cudaError_t Reserve(void** buffer, size_t* capacity, size_t bytes);
@@ -85,6 +94,8 @@ class Workspace {
   void* scan_temp = nullptr;
   size_t scan_temp_bytes = 0;
   int sm_count = 0;
+  // Whether StagedTileKernel<16>, <32> and <64> may have kStagedBytes of dynamic shared memory.
+  bool staged_tiles_configured[3] = {};
 };
 
 // Computes advantages, group statistics, the batch moments (root) and the counters for `batch`.

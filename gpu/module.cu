@@ -306,6 +306,9 @@ RlscoreGpu* rlscore_gpu_open(int device, char* error, size_t error_size) {
   if (const char* limit = std::getenv("RLSCORE_GPU_STAGED_GROUP_MAX")) {
     gpu->workspace.staged_group_max = static_cast<uint32_t>(std::strtoul(limit, nullptr, 10));
   }
+  if (const char* limit = std::getenv("RLSCORE_GPU_STAGED_TILE_MAX")) {
+    gpu->workspace.staged_tile_max = static_cast<uint32_t>(std::strtoul(limit, nullptr, 10));
+  }
   e = cudaSetDevice(device);
   if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&gpu->stream, cudaStreamNonBlocking);
   if (e == cudaSuccess) e = gpu->staging.Open();

@@ -8,7 +8,7 @@
 # the CPU reference), the benchmark (kernels vs a device-to-device copy, cuBLAS group sums, the
 # module call vs the CPU by batch size), and PyTorch's GRPO advantage on the same 10^8 rewards
 # when torch imports. Prints a short table at the end; every full output is kept in OUT_DIR.
-# Sized for about five minutes on an H200, so a 15-minute window leaves room for a rerun.
+# Sized for about four minutes on an H200, so a 15-minute window leaves room for a rerun.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-/tmp/rlscore-gpu-checks}}
@@ -37,13 +37,15 @@ step "parity"
 timeout 300 build-gpu/gpu_parity_test > "$out/parity.txt" 2>&1
 parity_rc=$?
 tail -4 "$out/parity.txt"
-# Groups up to 16 go through shared memory by default: the tile path (0) and the shared-memory
-# path for groups up to 64 must hold on every batch too.
-for staged in 0 64; do
-  step "parity, RLSCORE_GPU_STAGED_GROUP_MAX=$staged"
-  echo "== RLSCORE_GPU_STAGED_GROUP_MAX=$staged" >> "$out/parity.txt"
-  RLSCORE_GPU_STAGED_GROUP_MAX=$staged timeout 200 build-gpu/gpu_parity_test --quick \
-    >> "$out/parity.txt" 2>&1 || parity_rc=1
+# Each kernel path must hold on every batch, not only where the defaults send it (kernels.h):
+# a tile per group everywhere (0 0), a thread per group for groups up to 64 (64 0), tiles and
+# threads in shared memory for groups up to 64 (0 64).
+for paths in "0 0" "64 0" "0 64"; do
+  read -r threads tiles <<< "$paths"
+  step "parity, RLSCORE_GPU_STAGED_GROUP_MAX=$threads RLSCORE_GPU_STAGED_TILE_MAX=$tiles"
+  echo "== RLSCORE_GPU_STAGED_GROUP_MAX=$threads RLSCORE_GPU_STAGED_TILE_MAX=$tiles" >> "$out/parity.txt"
+  RLSCORE_GPU_STAGED_GROUP_MAX=$threads RLSCORE_GPU_STAGED_TILE_MAX=$tiles \
+    timeout 200 build-gpu/gpu_parity_test --quick >> "$out/parity.txt" 2>&1 || parity_rc=1
   tail -1 "$out/parity.txt"
 done
 
@@ -65,12 +67,23 @@ fi
 # lets compute-sanitizer at the device; informational, it does not change the exit status).
 if command -v compute-sanitizer > /dev/null; then
   step "compute-sanitizer (memcheck, racecheck) on the --small parity run"
+  : > "$out/sanitizer.txt"
   for tool in memcheck racecheck; do
     timeout 90 compute-sanitizer --tool "$tool" --error-exitcode 3 \
       build-gpu/gpu_parity_test --small > "$data/sanitizer.log" 2>&1
-    echo "$tool: exit $? ($(tail -1 "$data/sanitizer.log"))"
-    tail -40 "$data/sanitizer.log" >> "$out/sanitizer-log.txt"
-  done | tee "$out/sanitizer.txt"
+    echo "$tool: exit $? ($(tail -1 "$data/sanitizer.log"))" | tee -a "$out/sanitizer.txt"
+    tail -20 "$data/sanitizer.log" | sed "s/^/  $tool| /" >> "$out/sanitizer.txt"
+  done
+fi
+
+# Where the kernels' time goes (informational): Nsight Compute on one launch of each path per
+# layout at 10^7 rewards, where the runtime lets it read the counters.
+if command -v ncu > /dev/null; then
+  step "ncu"
+  timeout 150 ncu --kernel-name regex:'Group|Staged|Scan|Tree' --section SpeedOfLight --section Occupancy \
+    --section WarpStateStats --section LaunchStats build-gpu/gpu_advantage_bench --profile \
+    > "$out/ncu.txt" 2>&1
+  echo "ncu: exit $? ($(grep -c '^  [A-Za-z].*Kernel' "$out/ncu.txt") kernels profiled)"
 fi
 
 step "summary"
@@ -90,9 +103,12 @@ step "summary"
   else
     echo "PyTorch: not available on this machine"
   fi
+  echo "10^8 rewards, every layout and kernel path (ms; of copy = default path vs the d2d copy):"
+  awk '/^1\./ { on = 1 } /^2\./ { on = 0 } on && ($1 == "N" || $1 == 100000000) { print "  " $0 }' \
+    "$out/bench.txt"
   echo "crossover (module call vs CPU, groups of 16):"
   awk '/^2\./ { on = 1; next } on && NF == 5 { print "  " $0 }' "$out/bench.txt"
-  [ -f "$out/sanitizer.txt" ] && sed 's/^/compute-sanitizer /' "$out/sanitizer.txt"
+  [ -f "$out/sanitizer.txt" ] && grep '^[a-z]*: exit' "$out/sanitizer.txt" | sed 's/^/compute-sanitizer /'
   echo "total $(($(date +%s) - start)) s"
 } | tee "$out/summary.txt"
 [ "$parity_rc" -eq 0 ]

@@ -227,6 +227,13 @@ std::vector<Case> Cases(size_t n, bool everything, std::mt19937_64& rng) {
         return std::ldexp(1.0 + static_cast<double>((g + i) % 5), -520 + static_cast<int>(g % 40));
       },
       zero_tau);
+  add(
+      "tiny spreads, ragged 1-64, tau 0", RaggedSizes(n, 64, rng),
+      [](size_t g, size_t i, auto&) {
+        return std::ldexp(1.0 + static_cast<double>((g + 3 * i) % 7),
+                          -530 + static_cast<int>(g % 25));
+      },
+      zero_tau);
   add("large magnitudes", RaggedSizes(n, 128, rng), [](size_t, size_t, std::mt19937_64& r) {
     return 1e100 * (1.0 + static_cast<double>(r() % 1000) * 1e-3);
   });
