@@ -301,8 +301,8 @@ RlscoreGpu* rlscore_gpu_open(int device, char* error, size_t error_size) {
   auto* gpu = new RlscoreGpu;
   gpu->device = device;
   gpu->name = props.name;
-  // Which kernel path takes small groups (kernels.h). Both give the same bits: this only lets the
-  // parity test hold each path to the reference on every batch (gpu/run_device_checks.sh).
+  // Which kernel path takes small groups (kernels.h). Every path gives the same bits: this only
+  // lets the parity test hold each to the reference on every batch (gpu/run_device_checks.sh).
   if (const char* limit = std::getenv("RLSCORE_GPU_STAGED_GROUP_MAX")) {
     gpu->workspace.staged_group_max = static_cast<uint32_t>(std::strtoul(limit, nullptr, 10));
   }
