@@ -8,7 +8,8 @@
 // Prints three tables:
 //   1. kernels on device-resident data vs cudaMemcpy device-to-device of the same 8·N bytes (both
 //      read 8·N and write 8·N bytes), each kernel path on the same batch (kernels.h: a tile per
-//      group, a thread per group in shared memory, tiles and threads in shared memory), and cuBLAS
+//      group, a thread per group in shared memory, tiles and threads in shared memory; the last
+//      two again with the largest shared-memory carveout, "t-max" and "s-max"), and cuBLAS
 //      group sums (dgemv with a ones vector) where the groups are uniform — the alternative the
 //      design considered;
 //   2. the whole module call (host -> device -> host) vs the CPU path the server runs below
@@ -165,10 +166,12 @@ void DeviceTable(const std::string& data_dir) {
           stream, reps, [&] { CHECK_CUDA(LaunchAdvantages(batch, output, &workspace, stream)); });
       // Each kernel path on the same batch (kernels.h: Workspace::staged_group_max and
       // staged_tile_max choose among them).
-      auto time_path = [&](uint32_t staged_group_max, uint32_t staged_tile_max) {
+      auto time_path = [&](uint32_t staged_group_max, uint32_t staged_tile_max,
+                           int carveout = cudaSharedmemCarveoutDefault) {
         Workspace w;
         w.staged_group_max = staged_group_max;
         w.staged_tile_max = staged_tile_max;
+        w.shared_carveout = carveout;
         const cudaError_t e = LaunchAdvantages(batch, output, &w, stream);
         if (e != cudaSuccess) {
           std::fprintf(stderr, "path (%u, %u): %s\n", staged_group_max, staged_tile_max,
@@ -181,6 +184,9 @@ void DeviceTable(const std::string& data_dir) {
       const double tile_ms = time_path(0, 0);
       const double thread_ms = time_path(64, 0);
       const double staged_tile_ms = time_path(0, 64);
+      // The staged paths again with all of L1 as shared memory (Workspace::shared_carveout).
+      const double thread_max_ms = time_path(64, 0, cudaSharedmemCarveoutMaxShared);
+      const double staged_tile_max_ms = time_path(0, 64, cudaSharedmemCarveoutMaxShared);
       std::string cublas_col = "-";
       if (layout > 0 && n % layout == 0) {
         // Group sums as a matrix-vector product: the rewards are a column-major layout x g
@@ -202,12 +208,13 @@ void DeviceTable(const std::string& data_dir) {
         CHECK_CUDA(cudaFree(d_sums));
       }
       const double gbs = 2.0 * 8.0 * static_cast<double>(n) / (ours_ms * 1e6);
-      std::printf("%11zu %-11s %10.3f %10.3f %10.1f %8.0f%% %9.3f %9.3f %9.3f %12s\n", n,
+      std::printf("%11zu %-11s %10.3f %10.3f %10.1f %8.0f%% %9.3f %9.3f %9.3f %9.3f %9.3f %12s\n",
+                  n,
                   layout == 16   ? "groups 16"
                   : layout == 64 ? "groups 64"
                                  : "ragged 1-64",
                   ours_ms, copy_ms, gbs, 100.0 * copy_ms / ours_ms, tile_ms, thread_ms,
-                  staged_tile_ms, cublas_col.c_str());
+                  thread_max_ms, staged_tile_ms, staged_tile_max_ms, cublas_col.c_str());
       CHECK_CUDA(cudaFree(d_sizes));
       CHECK_CUDA(cudaFree(d_groups));
       CHECK_CUDA(cudaFree(d_root));

@@ -654,19 +654,24 @@ struct StagedTiles {
   static constexpr auto kKernel = StagedTileKernel<kMax>;
 };
 
-// Launches Kernel<staged_max>::kKernel with kStagedBytes of dynamic shared memory.
-// StagedTileKernel<16>'s static arrays and the staged rewards pass 48 KiB, past which a kernel
-// must ask for its dynamic shared memory: the first launch of each tile kernel on a workspace
-// does. (The thread kernels stay under it and launch as they were measured.)
+// Launches Kernel<staged_max>::kKernel with kStagedBytes of dynamic shared memory. The first
+// launch of each staged kernel on a workspace sets the kernel's attributes, which belong to the
+// process (another workspace may have set others): the workspace's shared_carveout, and for the
+// tile kernels the dynamic shared memory, since StagedTileKernel<16>'s static arrays and the
+// staged rewards pass the 48 KiB a kernel gets without asking.
 template <template <int> class Kernel>
 cudaError_t LaunchStaged(uint32_t staged_max, Workspace* workspace, unsigned grid,
                          cudaStream_t stream, const DeviceBatch& batch, const DeviceOutput& output,
                          Moments* partials, uint32_t groups_per_block, bool write_advantages) {
   constexpr bool kTiles = std::is_same_v<Kernel<16>, StagedTiles<16>>;
   auto launch = [&](auto kernel, bool* configured) {
-    if (kTiles && !*configured) {
-      const cudaError_t e = cudaFuncSetAttribute(
-          kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kStagedBytes));
+    if (!*configured) {
+      cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                           workspace->shared_carveout);
+      if (e == cudaSuccess && kTiles) {
+        e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 static_cast<int>(kStagedBytes));
+      }
       if (e != cudaSuccess) return e;
       *configured = true;
     }
@@ -674,7 +679,7 @@ cudaError_t LaunchStaged(uint32_t staged_max, Workspace* workspace, unsigned gri
         batch, output, workspace->offsets, partials, groups_per_block, write_advantages);
     return cudaSuccess;
   };
-  bool* configured = workspace->staged_tiles_configured;
+  bool* configured = workspace->staged_configured[kTiles ? 1 : 0];
   if (staged_max == 16) return launch(Kernel<16>::kKernel, &configured[0]);
   if (staged_max == 32) return launch(Kernel<32>::kKernel, &configured[1]);
   return launch(Kernel<64>::kKernel, &configured[2]);

@@ -83,6 +83,14 @@ class Workspace {
   uint32_t staged_group_max = kDefaultStagedGroupMax;
   uint32_t staged_tile_max = kDefaultStagedTileMax;
 
+  // The share of each SM's L1 and shared memory the staged kernels prefer as shared memory, in
+  // percent (cudaFuncAttributePreferredSharedMemoryCarveout), or cudaSharedmemCarveoutDefault to
+  // leave it to the driver. Nsight Compute on an H200 found the thread path at 4 blocks per SM,
+  // bounded by shared memory, with the default; a larger carveout fits a fifth. Not measured
+  // yet, so the default stays; the benchmark times both. Read at a workspace's first launch of
+  // each staged kernel.
+  int shared_carveout = cudaSharedmemCarveoutDefault;
+
   // Internal to kernels.cu.
   cudaError_t Reserve(void** buffer, size_t* capacity, size_t bytes);
   uint32_t* offsets = nullptr;
@@ -94,8 +102,9 @@ class Workspace {
   void* scan_temp = nullptr;
   size_t scan_temp_bytes = 0;
   int sm_count = 0;
-  // Whether StagedTileKernel<16>, <32> and <64> may have kStagedBytes of dynamic shared memory.
-  bool staged_tiles_configured[3] = {};
+  // Whether the staged kernels (threads, tiles; kMax 16, 32, 64) have had their attributes set
+  // from this workspace.
+  bool staged_configured[2][3] = {};
 };
 
 // Computes advantages, group statistics, the batch moments (root) and the counters for `batch`.
