@@ -106,6 +106,16 @@ step "summary"
   echo "10^8 rewards, every layout and kernel path (ms; of copy = default path vs the d2d copy):"
   awk '/^1\./ { on = 1 } /^2\./ { on = 0 } on && ($1 == "N" || $1 == 100000000) { print "  " $0 }' \
     "$out/bench.txt"
+  # Which path each layout should take (Workspace::staged_group_max, staged_tile_max,
+  # shared_carveout in gpu/kernels.h): the fastest column of table 1 at 10^8 rewards.
+  awk '/^1\./ { on = 1 } /^2\./ { on = 0 }
+       on && $1 == 100000000 {
+         split("tile thread thread+max-carveout staged-tile staged-tile+max-carveout", name, " ")
+         best = 1
+         for (k = 2; k <= 5; ++k) if ($(7 + k) > 0 && $(7 + k) < $(7 + best)) best = k
+         printf "  fastest for %s %s: %s (%.3f ms, %.0f%% of copy)\n", $2, $3, name[best],
+                $(7 + best), 100 * $5 / $(7 + best)
+       }' "$out/bench.txt"
   echo "crossover (module call vs CPU, groups of 16):"
   awk '/^2\./ { on = 1; next } on && NF == 5 { print "  " $0 }' "$out/bench.txt"
   [ -f "$out/sanitizer.txt" ] && grep '^[a-z]*: exit' "$out/sanitizer.txt" | sed 's/^/compute-sanitizer /'
