@@ -9,7 +9,8 @@
 //   1. kernels on device-resident data vs cudaMemcpy device-to-device of the same 8·N bytes (both
 //      read 8·N and write 8·N bytes), each kernel path on the same batch (kernels.h: a tile per
 //      group, a thread per group in shared memory, tiles and threads in shared memory; the last
-//      two again with the largest shared-memory carveout, "t-max" and "s-max"), and cuBLAS
+//      two again with the largest shared-memory carveout, "t-max" and "s-max"; the default path
+//      finding uniform groups from their index, "uniform"), and cuBLAS
 //      group sums (dgemv with a ones vector) where the groups are uniform — the alternative the
 //      design considered;
 //   2. the whole module call (host -> device -> host) vs the CPU path the server runs below
@@ -114,9 +115,9 @@ double TimeDevice(cudaStream_t stream, int reps, Body body) {
 
 void DeviceTable(const std::string& data_dir) {
   std::printf("\n1. Kernels on device data vs a device-to-device copy of the same bytes\n");
-  std::printf("%11s %-11s %10s %10s %10s %9s %9s %9s %9s %12s\n", "N", "layout", "ours ms",
-              "copy ms", "ours GB/s", "of copy", "tile ms", "thread ms", "s-tile ms",
-              "cublas sums");
+  std::printf("%11s %-11s %10s %10s %10s %9s %9s %9s %9s %9s %9s %9s %12s\n", "N", "layout",
+              "ours ms", "copy ms", "ours GB/s", "of copy", "tile ms", "thread ms", "t-max ms",
+              "s-tile ms", "s-max ms", "uniform", "cublas sums");
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreate(&stream));
   cublasHandle_t cublas;
@@ -167,11 +168,12 @@ void DeviceTable(const std::string& data_dir) {
       // Each kernel path on the same batch (kernels.h: Workspace::staged_group_max and
       // staged_tile_max choose among them).
       auto time_path = [&](uint32_t staged_group_max, uint32_t staged_tile_max,
-                           int carveout = cudaSharedmemCarveoutDefault) {
+                           int carveout = cudaSharedmemCarveoutDefault, bool uniform = false) {
         Workspace w;
         w.staged_group_max = staged_group_max;
         w.staged_tile_max = staged_tile_max;
         w.shared_carveout = carveout;
+        w.uniform_offsets = uniform;
         const cudaError_t e = LaunchAdvantages(batch, output, &w, stream);
         if (e != cudaSuccess) {
           std::fprintf(stderr, "path (%u, %u): %s\n", staged_group_max, staged_tile_max,
@@ -187,6 +189,10 @@ void DeviceTable(const std::string& data_dir) {
       // The staged paths again with all of L1 as shared memory (Workspace::shared_carveout).
       const double thread_max_ms = time_path(64, 0, cudaSharedmemCarveoutMaxShared);
       const double staged_tile_max_ms = time_path(0, 64, cudaSharedmemCarveoutMaxShared);
+      // The default path finding uniform groups from their index (Workspace::uniform_offsets).
+      const double uniform_ms =
+          time_path(Workspace::kDefaultStagedGroupMax, Workspace::kDefaultStagedTileMax,
+                    cudaSharedmemCarveoutDefault, /*uniform=*/true);
       std::string cublas_col = "-";
       if (layout > 0 && n % layout == 0) {
         // Group sums as a matrix-vector product: the rewards are a column-major layout x g
@@ -208,13 +214,13 @@ void DeviceTable(const std::string& data_dir) {
         CHECK_CUDA(cudaFree(d_sums));
       }
       const double gbs = 2.0 * 8.0 * static_cast<double>(n) / (ours_ms * 1e6);
-      std::printf("%11zu %-11s %10.3f %10.3f %10.1f %8.0f%% %9.3f %9.3f %9.3f %9.3f %9.3f %12s\n",
-                  n,
-                  layout == 16   ? "groups 16"
-                  : layout == 64 ? "groups 64"
-                                 : "ragged 1-64",
-                  ours_ms, copy_ms, gbs, 100.0 * copy_ms / ours_ms, tile_ms, thread_ms,
-                  thread_max_ms, staged_tile_ms, staged_tile_max_ms, cublas_col.c_str());
+      std::printf(
+          "%11zu %-11s %10.3f %10.3f %10.1f %8.0f%% %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %12s\n", n,
+          layout == 16   ? "groups 16"
+          : layout == 64 ? "groups 64"
+                         : "ragged 1-64",
+          ours_ms, copy_ms, gbs, 100.0 * copy_ms / ours_ms, tile_ms, thread_ms, thread_max_ms,
+          staged_tile_ms, staged_tile_max_ms, uniform_ms, cublas_col.c_str());
       CHECK_CUDA(cudaFree(d_sizes));
       CHECK_CUDA(cudaFree(d_groups));
       CHECK_CUDA(cudaFree(d_root));

@@ -57,6 +57,20 @@ __device__ inline bool Scorable(const uint8_t* outcomes, uint64_t index) {
   return outcomes == nullptr || outcomes[index] != kUnscorable;
 }
 
+// Where each group starts and how long it is: from the scan of the sizes, or, when every group
+// has the same size (Workspace::uniform_offsets), from the index alone, without reading or
+// scanning the sizes at all.
+struct GroupLayout {
+  const uint32_t* offsets;  // exclusive scan of the sizes; unused when uniform
+  const uint32_t* sizes;    // unused when uniform
+  uint32_t uniform;         // the size of every group, or 0
+
+  __device__ uint64_t Offset(uint64_t g) const {
+    return uniform != 0 ? g * uniform : static_cast<uint64_t>(offsets[g]);
+  }
+  __device__ uint32_t Size(uint64_t g) const { return uniform != 0 ? uniform : sizes[g]; }
+};
+
 // The zero-variance cause of a group of n scorable entries (kNone: it has signal). `present`: the
 // outcomes of its scorable entries as a bit set, 0 without outcomes.
 __device__ ZeroVarianceCause CauseOf(uint32_t n, bool identical, double std, double tau,
@@ -115,7 +129,7 @@ __device__ void FinishBlock(Moments* moments, const unsigned int* causes, unsign
 // block's B = groups_per_block groups folded over the canonical tree into partials[blockIdx.x].
 template <int W>
 __global__ void __launch_bounds__(kBlockThreads)
-    GroupKernel(DeviceBatch batch, DeviceOutput out, const uint32_t* offsets, double* compacted,
+    GroupKernel(DeviceBatch batch, DeviceOutput out, GroupLayout layout, double* compacted,
                 Moments* partials, uint32_t groups_per_block, bool write_advantages) {
   __shared__ Moments moments[kMaxGroupsPerBlock];
   __shared__ unsigned int causes[kNumZeroVarianceCauses];
@@ -138,8 +152,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   for (uint32_t local = tile_index; local < groups_per_block; local += tiles) {
     const uint64_t g = first_group + local;
     if (g >= batch.num_groups) break;
-    const uint32_t size = batch.group_sizes[g];
-    const uint64_t offset = offsets[g];
+    const uint32_t size = layout.Size(g);
+    const uint64_t offset = layout.Offset(g);
     const double* x = batch.rewards + offset;
 
     // The scorable values, contiguous: the rewards themselves, or compacted in order.
@@ -261,15 +275,15 @@ struct BlockRun {
   uint32_t span;
 };
 
-__device__ BlockRun RunOfBlock(const DeviceBatch& batch, const uint32_t* offsets,
+__device__ BlockRun RunOfBlock(const DeviceBatch& batch, const GroupLayout& layout,
                                uint32_t groups_per_block) {
   BlockRun run;
   run.first_group = static_cast<uint64_t>(blockIdx.x) * groups_per_block;
   const uint64_t left = batch.num_groups - run.first_group;
   run.groups = left < groups_per_block ? static_cast<uint32_t>(left) : groups_per_block;
   const uint64_t last = run.first_group + run.groups - 1;
-  run.begin = offsets[run.first_group];
-  run.span = static_cast<uint32_t>(offsets[last] + batch.group_sizes[last] - run.begin);
+  run.begin = layout.Offset(run.first_group);
+  run.span = static_cast<uint32_t>(layout.Offset(last) + layout.Size(last) - run.begin);
   return run;
 }
 
@@ -362,8 +376,8 @@ __device__ void CountCauses(int counted, unsigned int* causes) {
 // (groups_per_block at most that), one thread each.
 template <int kMax>
 __global__ void __launch_bounds__(kBlockThreads)
-    StagedGroupKernel(DeviceBatch batch, DeviceOutput out, const uint32_t* offsets,
-                      Moments* partials, uint32_t groups_per_block, bool write_advantages) {
+    StagedGroupKernel(DeviceBatch batch, DeviceOutput out, GroupLayout layout, Moments* partials,
+                      uint32_t groups_per_block, bool write_advantages) {
   static_assert(kStagedDoubles / kMax <= kBlockThreads, "one thread per group of the block");
   constexpr int kUnrolled = kMax <= 16 ? kMax : 8;
   extern __shared__ double staged[];
@@ -371,7 +385,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   __shared__ unsigned int causes[kNumZeroVarianceCauses];
   if (threadIdx.x < kNumZeroVarianceCauses) causes[threadIdx.x] = 0;
 
-  const BlockRun run = RunOfBlock(batch, offsets, groups_per_block);
+  const BlockRun run = RunOfBlock(batch, layout, groups_per_block);
   StageIn(batch.rewards, run, staged);
   __syncthreads();
 
@@ -380,8 +394,8 @@ __global__ void __launch_bounds__(kBlockThreads)
   Moments m{};
   int counted = -1;  // the cause this thread's group adds to the counters; -1 for none
   if (local < run.groups) {
-    const uint32_t n = batch.group_sizes[g];  // > 0, every entry scorable
-    const uint32_t start = static_cast<uint32_t>(offsets[g] - run.begin);
+    const uint32_t n = layout.Size(g);  // > 0, every entry scorable
+    const uint32_t start = static_cast<uint32_t>(layout.Offset(g) - run.begin);
     auto at = [&](int i) -> double& { return staged[Padded(start + static_cast<uint32_t>(i))]; };
 
     const double first = at(0);
@@ -447,8 +461,8 @@ __global__ void __launch_bounds__(kBlockThreads)
 // phases meet in shared memory at block barriers.
 template <int kMax>
 __global__ void __launch_bounds__(kBlockThreads)
-    StagedTileKernel(DeviceBatch batch, DeviceOutput out, const uint32_t* offsets,
-                     Moments* partials, uint32_t groups_per_block, bool write_advantages) {
+    StagedTileKernel(DeviceBatch batch, DeviceOutput out, GroupLayout layout, Moments* partials,
+                     uint32_t groups_per_block, bool write_advantages) {
   constexpr int W = static_cast<int>(advantage::reference::kLanes);
   constexpr uint32_t kGroups = kStagedDoubles / kMax;  // groups_per_block at most
   static_assert(kGroups <= kBlockThreads, "one thread per group of the block");
@@ -471,12 +485,12 @@ __global__ void __launch_bounds__(kBlockThreads)
   const uint32_t tile_index = threadIdx.x / W;
   if (threadIdx.x < kNumZeroVarianceCauses) causes[threadIdx.x] = 0;
 
-  const BlockRun run = RunOfBlock(batch, offsets, groups_per_block);
+  const BlockRun run = RunOfBlock(batch, layout, groups_per_block);
   const uint32_t local = threadIdx.x;  // this thread's group in the scalar phases
   const uint64_t g = run.first_group + local;
   if (local < run.groups) {
-    starts[local] = static_cast<uint32_t>(offsets[g] - run.begin);
-    sizes[local] = batch.group_sizes[g];  // > 0, every entry scorable
+    starts[local] = static_cast<uint32_t>(layout.Offset(g) - run.begin);
+    sizes[local] = layout.Size(g);  // > 0, every entry scorable
   }
   StageIn(batch.rewards, run, staged);
   block.sync();
@@ -606,7 +620,7 @@ __global__ void __launch_bounds__(kTreeThreads)
 // σ_batch < τ.
 template <int W>
 __global__ void __launch_bounds__(kBlockThreads)
-    BatchNormalizedKernel(DeviceBatch batch, DeviceOutput out, const uint32_t* offsets) {
+    BatchNormalizedKernel(DeviceBatch batch, DeviceOutput out, GroupLayout layout) {
   __shared__ unsigned int causes[kNumZeroVarianceCauses];
   cg::thread_block block = cg::this_thread_block();
   const auto tile = cg::tiled_partition<W>(block);
@@ -632,7 +646,7 @@ __global__ void __launch_bounds__(kBlockThreads)
       out.groups[g].cause = cause;
       atomicAdd(&causes[static_cast<int>(cause)], 1u);
     }
-    WriteGroup<W>(tile, batch, out.advantages, offsets[g], batch.group_sizes[g],
+    WriteGroup<W>(tile, batch, out.advantages, layout.Offset(g), layout.Size(g),
                   cause != ZeroVarianceCause::kNone, stats.mean, factor);
   }
   block.sync();
@@ -662,7 +676,8 @@ struct StagedTiles {
 template <template <int> class Kernel>
 cudaError_t LaunchStaged(uint32_t staged_max, Workspace* workspace, unsigned grid,
                          cudaStream_t stream, const DeviceBatch& batch, const DeviceOutput& output,
-                         Moments* partials, uint32_t groups_per_block, bool write_advantages) {
+                         const GroupLayout& layout, Moments* partials, uint32_t groups_per_block,
+                         bool write_advantages) {
   constexpr bool kTiles = std::is_same_v<Kernel<16>, StagedTiles<16>>;
   auto launch = [&](auto kernel, bool* configured) {
     if (!*configured) {
@@ -675,8 +690,8 @@ cudaError_t LaunchStaged(uint32_t staged_max, Workspace* workspace, unsigned gri
       if (e != cudaSuccess) return e;
       *configured = true;
     }
-    kernel<<<grid, kBlockThreads, kStagedBytes, stream>>>(
-        batch, output, workspace->offsets, partials, groups_per_block, write_advantages);
+    kernel<<<grid, kBlockThreads, kStagedBytes, stream>>>(batch, output, layout, partials,
+                                                          groups_per_block, write_advantages);
     return cudaSuccess;
   };
   bool* configured = workspace->staged_configured[kTiles ? 1 : 0];
@@ -688,23 +703,25 @@ cudaError_t LaunchStaged(uint32_t staged_max, Workspace* workspace, unsigned gri
 // `staged_max`: the kMax of the staged kernels (16, 32 or 64); unused on the tile path.
 template <int W>
 cudaError_t LaunchForWidth(const DeviceBatch& batch, const DeviceOutput& output,
-                           Workspace* workspace, uint32_t groups_per_block, uint64_t blocks,
-                           Path path, uint32_t staged_max, cudaStream_t stream) {
+                           const GroupLayout& layout, Workspace* workspace,
+                           uint32_t groups_per_block, uint64_t blocks, Path path,
+                           uint32_t staged_max, cudaStream_t stream) {
   const bool batch_normalized = batch.options.estimator == Estimator::kBatchNormalized;
   const unsigned grid = static_cast<unsigned>(blocks);
   Moments* partials = workspace->partials[0];
   if (path == Path::kStagedThreads) {
-    cudaError_t e = LaunchStaged<StagedThreads>(staged_max, workspace, grid, stream, batch, output,
-                                                partials, groups_per_block, !batch_normalized);
+    cudaError_t e =
+        LaunchStaged<StagedThreads>(staged_max, workspace, grid, stream, batch, output, layout,
+                                    partials, groups_per_block, !batch_normalized);
     if (e != cudaSuccess) return e;
   } else if (path == Path::kStagedTiles) {
-    cudaError_t e = LaunchStaged<StagedTiles>(staged_max, workspace, grid, stream, batch, output,
-                                              partials, groups_per_block, !batch_normalized);
+    cudaError_t e =
+        LaunchStaged<StagedTiles>(staged_max, workspace, grid, stream, batch, output, layout,
+                                  partials, groups_per_block, !batch_normalized);
     if (e != cudaSuccess) return e;
   } else {
-    GroupKernel<W><<<grid, kBlockThreads, 0, stream>>>(batch, output, workspace->offsets,
-                                                       workspace->compacted, partials,
-                                                       groups_per_block, !batch_normalized);
+    GroupKernel<W><<<grid, kBlockThreads, 0, stream>>>(
+        batch, output, layout, workspace->compacted, partials, groups_per_block, !batch_normalized);
   }
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
@@ -733,8 +750,8 @@ cudaError_t LaunchForWidth(const DeviceBatch& batch, const DeviceOutput& output,
     const uint64_t wanted = (batch.num_groups + tiles_per_block - 1) / tiles_per_block;
     const uint64_t grid =
         std::max<uint64_t>(1, std::min<uint64_t>(wanted, 32ull * workspace->sm_count));
-    BatchNormalizedKernel<W><<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(
-        batch, output, workspace->offsets);
+    BatchNormalizedKernel<W>
+        <<<static_cast<unsigned>(grid), kBlockThreads, 0, stream>>>(batch, output, layout);
     e = cudaGetLastError();
   }
   return e;
@@ -786,20 +803,28 @@ cudaError_t LaunchAdvantages(const DeviceBatch& batch, const DeviceOutput& outpu
     if (e != cudaSuccess) return e;
   }
 
-  // Where each group starts: an exclusive scan of the sizes (integers: exact in any order).
-  e = workspace->Reserve(reinterpret_cast<void**>(&workspace->offsets), &workspace->offsets_bytes,
-                         batch.num_groups * sizeof(uint32_t));
-  if (e != cudaSuccess) return e;
-  const int num_groups = static_cast<int>(batch.num_groups);
-  size_t scan_bytes = 0;
-  e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, batch.group_sizes, workspace->offsets,
-                                    num_groups, stream);
-  if (e != cudaSuccess) return e;
-  e = workspace->Reserve(&workspace->scan_temp, &workspace->scan_temp_bytes, scan_bytes);
-  if (e != cudaSuccess) return e;
-  e = cub::DeviceScan::ExclusiveSum(workspace->scan_temp, scan_bytes, batch.group_sizes,
-                                    workspace->offsets, num_groups, stream);
-  if (e != cudaSuccess) return e;
+  // Where each group starts: an exclusive scan of the sizes (integers: exact in any order), or,
+  // when every group has the largest size, the index times that size.
+  GroupLayout layout{nullptr, batch.group_sizes, 0};
+  if (workspace->uniform_offsets &&
+      batch.num_rewards == batch.num_groups * static_cast<uint64_t>(batch.max_group_size)) {
+    layout.uniform = batch.max_group_size;  // every size is at most the largest: all equal it
+  } else {
+    e = workspace->Reserve(reinterpret_cast<void**>(&workspace->offsets), &workspace->offsets_bytes,
+                           batch.num_groups * sizeof(uint32_t));
+    if (e != cudaSuccess) return e;
+    const int num_groups = static_cast<int>(batch.num_groups);
+    size_t scan_bytes = 0;
+    e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, batch.group_sizes, workspace->offsets,
+                                      num_groups, stream);
+    if (e != cudaSuccess) return e;
+    e = workspace->Reserve(&workspace->scan_temp, &workspace->scan_temp_bytes, scan_bytes);
+    if (e != cudaSuccess) return e;
+    e = cub::DeviceScan::ExclusiveSum(workspace->scan_temp, scan_bytes, batch.group_sizes,
+                                      workspace->offsets, num_groups, stream);
+    if (e != cudaSuccess) return e;
+    layout.offsets = workspace->offsets;
+  }
   if (batch.outcomes != nullptr) {
     e = workspace->Reserve(reinterpret_cast<void**>(&workspace->compacted),
                            &workspace->compacted_bytes, batch.num_rewards * sizeof(double));
@@ -840,17 +865,17 @@ cudaError_t LaunchAdvantages(const DeviceBatch& batch, const DeviceOutput& outpu
       batch.max_group_size >= kLanes ? kLanes : std::bit_ceil(batch.max_group_size);
   switch (width) {
     case 1:
-      return LaunchForWidth<1>(batch, output, workspace, groups_per_block, blocks, path, staged_max,
-                               stream);
+      return LaunchForWidth<1>(batch, output, layout, workspace, groups_per_block, blocks, path,
+                               staged_max, stream);
     case 2:
-      return LaunchForWidth<2>(batch, output, workspace, groups_per_block, blocks, path, staged_max,
-                               stream);
+      return LaunchForWidth<2>(batch, output, layout, workspace, groups_per_block, blocks, path,
+                               staged_max, stream);
     case 4:
-      return LaunchForWidth<4>(batch, output, workspace, groups_per_block, blocks, path, staged_max,
-                               stream);
+      return LaunchForWidth<4>(batch, output, layout, workspace, groups_per_block, blocks, path,
+                               staged_max, stream);
     default:
-      return LaunchForWidth<8>(batch, output, workspace, groups_per_block, blocks, path, staged_max,
-                               stream);
+      return LaunchForWidth<8>(batch, output, layout, workspace, groups_per_block, blocks, path,
+                               staged_max, stream);
   }
 }
 

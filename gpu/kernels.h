@@ -91,6 +91,12 @@ class Workspace {
   // each staged kernel.
   int shared_carveout = cudaSharedmemCarveoutDefault;
 
+  // Batches whose groups all have the same size skip the scan of the sizes (a kernel that reads
+  // 4 bytes and writes 4 per group, and two launches) and find each group from its index; the
+  // kernels then never read the sizes. Off until a device has held it to the reference and
+  // timed it (gpu/run_device_checks.sh: RLSCORE_GPU_UNIFORM_OFFSETS=1, the "uniform" column).
+  bool uniform_offsets = false;
+
   // Internal to kernels.cu.
   cudaError_t Reserve(void** buffer, size_t* capacity, size_t bytes);
   uint32_t* offsets = nullptr;

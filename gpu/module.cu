@@ -301,13 +301,17 @@ RlscoreGpu* rlscore_gpu_open(int device, char* error, size_t error_size) {
   auto* gpu = new RlscoreGpu;
   gpu->device = device;
   gpu->name = props.name;
-  // Which kernel path takes small groups (kernels.h). Every path gives the same bits: this only
-  // lets the parity test hold each to the reference on every batch (gpu/run_device_checks.sh).
+  // Which kernel path takes small groups, and how groups are found (kernels.h). Every choice
+  // gives the same bits: this only lets the parity test hold each to the reference on every
+  // batch (gpu/run_device_checks.sh).
   if (const char* limit = std::getenv("RLSCORE_GPU_STAGED_GROUP_MAX")) {
     gpu->workspace.staged_group_max = static_cast<uint32_t>(std::strtoul(limit, nullptr, 10));
   }
   if (const char* limit = std::getenv("RLSCORE_GPU_STAGED_TILE_MAX")) {
     gpu->workspace.staged_tile_max = static_cast<uint32_t>(std::strtoul(limit, nullptr, 10));
+  }
+  if (const char* uniform = std::getenv("RLSCORE_GPU_UNIFORM_OFFSETS")) {
+    gpu->workspace.uniform_offsets = std::strcmp(uniform, "1") == 0;
   }
   e = cudaSetDevice(device);
   if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&gpu->stream, cudaStreamNonBlocking);

@@ -39,14 +39,21 @@ parity_rc=$?
 tail -4 "$out/parity.txt"
 # Each kernel path must hold on every batch, not only where the defaults send it (kernels.h):
 # a tile per group everywhere (0 0), a thread per group for groups up to 64 (64 0), tiles and
-# threads in shared memory for groups up to 64 (0 64).
-for paths in "0 0" "64 0" "0 64"; do
-  read -r threads tiles <<< "$paths"
-  step "parity, RLSCORE_GPU_STAGED_GROUP_MAX=$threads RLSCORE_GPU_STAGED_TILE_MAX=$tiles"
-  echo "== RLSCORE_GPU_STAGED_GROUP_MAX=$threads RLSCORE_GPU_STAGED_TILE_MAX=$tiles" >> "$out/parity.txt"
-  RLSCORE_GPU_STAGED_GROUP_MAX=$threads RLSCORE_GPU_STAGED_TILE_MAX=$tiles \
-    timeout 200 build-gpu/gpu_parity_test --quick >> "$out/parity.txt" 2>&1 || parity_rc=1
-  tail -1 "$out/parity.txt"
+# threads in shared memory for groups up to 64 (0 64); and each of them, and the defaults
+# (16 0), with uniform groups found from their index (RLSCORE_GPU_UNIFORM_OFFSETS=1).
+for uniform in 0 1; do
+  for paths in "16 0" "0 0" "64 0" "0 64"; do
+    [ "$uniform $paths" = "0 16 0" ] && continue  # the full run above
+    read -r threads tiles <<< "$paths"
+    settings="RLSCORE_GPU_STAGED_GROUP_MAX=$threads RLSCORE_GPU_STAGED_TILE_MAX=$tiles"
+    settings="$settings RLSCORE_GPU_UNIFORM_OFFSETS=$uniform"
+    step "parity, $settings"
+    echo "== $settings" >> "$out/parity.txt"
+    # shellcheck disable=SC2086  # the settings are words
+    env $settings timeout 200 build-gpu/gpu_parity_test --quick >> "$out/parity.txt" 2>&1 ||
+      parity_rc=1
+    tail -1 "$out/parity.txt"
+  done
 done
 
 step "benchmark"
@@ -107,12 +114,14 @@ step "summary"
   awk '/^1\./ { on = 1 } /^2\./ { on = 0 } on && ($1 == "N" || $1 == 100000000) { print "  " $0 }' \
     "$out/bench.txt"
   # Which path each layout should take (Workspace::staged_group_max, staged_tile_max,
-  # shared_carveout in gpu/kernels.h): the fastest column of table 1 at 10^8 rewards.
+  # shared_carveout, uniform_offsets in gpu/kernels.h): the fastest column of table 1 at 10^8
+  # rewards.
   awk '/^1\./ { on = 1 } /^2\./ { on = 0 }
        on && $1 == 100000000 {
-         split("tile thread thread+max-carveout staged-tile staged-tile+max-carveout", name, " ")
+         split("tile thread thread+max-carveout staged-tile staged-tile+max-carveout " \
+               "default+uniform-offsets", name, " ")
          best = 1
-         for (k = 2; k <= 5; ++k) if ($(7 + k) > 0 && $(7 + k) < $(7 + best)) best = k
+         for (k = 2; k <= 6; ++k) if ($(7 + k) > 0 && $(7 + k) < $(7 + best)) best = k
          printf "  fastest for %s %s: %s (%.3f ms, %.0f%% of copy)\n", $2, $3, name[best],
                 $(7 + best), 100 * $5 / $(7 + best)
        }' "$out/bench.txt"
