@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <string>
 #include <thread>
@@ -113,6 +114,43 @@ double TimeDevice(cudaStream_t stream, int reps, Body body) {
   return Median(ms);
 }
 
+// A group layout on the device, around device-resident rewards and advantages: the sizes, and
+// the outputs LaunchAdvantages writes besides the advantages.
+class DeviceLayout {
+ public:
+  DeviceLayout(const std::vector<uint32_t>& sizes, const double* rewards, double* advantages) {
+    const size_t g = sizes.size();
+    CHECK_CUDA(cudaMalloc(&sizes_, g * sizeof(uint32_t)));
+    CHECK_CUDA(cudaMalloc(&groups_, g * sizeof(advantage::GroupStats)));
+    CHECK_CUDA(cudaMalloc(&root_, sizeof(advantage::reference::Moments)));
+    CHECK_CUDA(cudaMalloc(&counters_, sizeof(DeviceCounters)));
+    CHECK_CUDA(cudaMemcpy(sizes_, sizes.data(), g * sizeof(uint32_t), cudaMemcpyHostToDevice));
+    batch.rewards = rewards;
+    batch.group_sizes = sizes_;
+    batch.num_rewards = std::accumulate(sizes.begin(), sizes.end(), uint64_t{0});
+    batch.num_groups = g;
+    batch.max_group_size = *std::max_element(sizes.begin(), sizes.end());
+    output = DeviceOutput{advantages, groups_, root_, counters_};
+  }
+  DeviceLayout(const DeviceLayout&) = delete;
+  DeviceLayout& operator=(const DeviceLayout&) = delete;
+  ~DeviceLayout() {
+    CHECK_CUDA(cudaFree(sizes_));
+    CHECK_CUDA(cudaFree(groups_));
+    CHECK_CUDA(cudaFree(root_));
+    CHECK_CUDA(cudaFree(counters_));
+  }
+
+  DeviceBatch batch;
+  DeviceOutput output;
+
+ private:
+  uint32_t* sizes_ = nullptr;
+  advantage::GroupStats* groups_ = nullptr;
+  advantage::reference::Moments* root_ = nullptr;
+  DeviceCounters* counters_ = nullptr;
+};
+
 void DeviceTable(const std::string& data_dir) {
   std::printf("\n1. Kernels on device data vs a device-to-device copy of the same bytes\n");
   std::printf("%11s %-11s %10s %10s %10s %9s %9s %9s %9s %9s %9s %9s %12s\n", "N", "layout",
@@ -146,22 +184,9 @@ void DeviceTable(const std::string& data_dir) {
     for (int layout : {16, 64, 0}) {
       const std::vector<uint32_t> sizes = Sizes(n, layout, rng);
       const size_t g = sizes.size();
-      uint32_t* d_sizes;
-      advantage::GroupStats* d_groups;
-      advantage::reference::Moments* d_root;
-      DeviceCounters* d_counters;
-      CHECK_CUDA(cudaMalloc(&d_sizes, g * sizeof(uint32_t)));
-      CHECK_CUDA(cudaMalloc(&d_groups, g * sizeof(advantage::GroupStats)));
-      CHECK_CUDA(cudaMalloc(&d_root, sizeof(advantage::reference::Moments)));
-      CHECK_CUDA(cudaMalloc(&d_counters, sizeof(DeviceCounters)));
-      CHECK_CUDA(cudaMemcpy(d_sizes, sizes.data(), g * sizeof(uint32_t), cudaMemcpyHostToDevice));
-      DeviceBatch batch;
-      batch.rewards = d_rewards;
-      batch.group_sizes = d_sizes;
-      batch.num_rewards = n;
-      batch.num_groups = g;
-      batch.max_group_size = *std::max_element(sizes.begin(), sizes.end());
-      DeviceOutput output{d_adv, d_groups, d_root, d_counters};
+      const DeviceLayout device(sizes, d_rewards, d_adv);
+      const DeviceBatch& batch = device.batch;
+      const DeviceOutput& output = device.output;
       Workspace workspace;
       const double ours_ms = TimeDevice(
           stream, reps, [&] { CHECK_CUDA(LaunchAdvantages(batch, output, &workspace, stream)); });
@@ -221,10 +246,6 @@ void DeviceTable(const std::string& data_dir) {
                          : "ragged 1-64",
           ours_ms, copy_ms, gbs, 100.0 * copy_ms / ours_ms, tile_ms, thread_ms, thread_max_ms,
           staged_tile_ms, staged_tile_max_ms, uniform_ms, cublas_col.c_str());
-      CHECK_CUDA(cudaFree(d_sizes));
-      CHECK_CUDA(cudaFree(d_groups));
-      CHECK_CUDA(cudaFree(d_root));
-      CHECK_CUDA(cudaFree(d_counters));
     }
     CHECK_CUDA(cudaFree(d_rewards));
     CHECK_CUDA(cudaFree(d_adv));
@@ -246,39 +267,18 @@ void ProfileRuns() {
   CHECK_CUDA(cudaMalloc(&d_rewards, n * sizeof(double)));
   CHECK_CUDA(cudaMalloc(&d_adv, n * sizeof(double)));
   CHECK_CUDA(cudaMemcpy(d_rewards, rewards.data(), n * sizeof(double), cudaMemcpyHostToDevice));
-  advantage::reference::Moments* d_root;
-  DeviceCounters* d_counters;
-  CHECK_CUDA(cudaMalloc(&d_root, sizeof(advantage::reference::Moments)));
-  CHECK_CUDA(cudaMalloc(&d_counters, sizeof(DeviceCounters)));
   for (int layout : {16, 64, 0}) {
-    const std::vector<uint32_t> sizes = Sizes(n, layout, rng);
-    uint32_t* d_sizes;
-    advantage::GroupStats* d_groups;
-    CHECK_CUDA(cudaMalloc(&d_sizes, sizes.size() * sizeof(uint32_t)));
-    CHECK_CUDA(cudaMalloc(&d_groups, sizes.size() * sizeof(advantage::GroupStats)));
-    CHECK_CUDA(
-        cudaMemcpy(d_sizes, sizes.data(), sizes.size() * sizeof(uint32_t), cudaMemcpyHostToDevice));
-    DeviceBatch batch;
-    batch.rewards = d_rewards;
-    batch.group_sizes = d_sizes;
-    batch.num_rewards = n;
-    batch.num_groups = sizes.size();
-    batch.max_group_size = *std::max_element(sizes.begin(), sizes.end());
-    DeviceOutput output{d_adv, d_groups, d_root, d_counters};
+    const DeviceLayout device(Sizes(n, layout, rng), d_rewards, d_adv);
     for (auto [threads, tiles] : {std::pair{0u, 0u}, {64u, 0u}, {0u, 64u}}) {
       Workspace w;
       w.staged_group_max = threads;
       w.staged_tile_max = tiles;
-      CHECK_CUDA(LaunchAdvantages(batch, output, &w, stream));
+      CHECK_CUDA(LaunchAdvantages(device.batch, device.output, &w, stream));
       CHECK_CUDA(cudaStreamSynchronize(stream));
     }
-    CHECK_CUDA(cudaFree(d_sizes));
-    CHECK_CUDA(cudaFree(d_groups));
   }
   CHECK_CUDA(cudaFree(d_rewards));
   CHECK_CUDA(cudaFree(d_adv));
-  CHECK_CUDA(cudaFree(d_root));
-  CHECK_CUDA(cudaFree(d_counters));
   CHECK_CUDA(cudaStreamDestroy(stream));
 }
 
