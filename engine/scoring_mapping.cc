@@ -95,6 +95,9 @@ void FillCompletionResult(const scorers::CompletionScore& s, v1::CompletionResul
       case scorers::RepetitionDetector::kAstCodeClone:
         r->set_detector(v1::REPETITION_DETECTOR_AST_CODE_CLONE);
         break;
+      case scorers::RepetitionDetector::kTagLoop:
+        r->set_detector(v1::REPETITION_DETECTOR_TAG_LOOP);
+        break;
       case scorers::RepetitionDetector::kNone:
         break;
     }

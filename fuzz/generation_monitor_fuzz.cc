@@ -51,6 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.ngram.window = 1 + flags % 64;
   options.ngram.max_number_run = (flags & 0x40) != 0 ? 4 : 512;
   options.max_tokens = (flags & 0x80) != 0 ? 64 : 0;
+  options.max_reasoning_tags = (flags >> 3) % 4;  // 0: off
   const std::string_view text = in.Rest();
 
   std::vector<size_t> cuts;
@@ -62,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const fuzz::Outcome pieces = fuzz::Watch(text, options, cuts);
   RLSCORE_FUZZ_CHECK(whole.stop.has_value() == pieces.stop.has_value());
   // With a budget, which rule is reported first may depend on the delta sizes; without, the
-  // n-gram verdict must be the same to the byte.
+  // verdict (n-gram or tag loop) must be the same to the byte.
   if (whole.stop && options.max_tokens == 0) {
     RLSCORE_FUZZ_CHECK(pieces.stop->reason == whole.stop->reason);
     RLSCORE_FUZZ_CHECK(pieces.stop->char_offset == whole.stop->char_offset);

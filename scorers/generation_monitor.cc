@@ -10,7 +10,9 @@ constexpr uint64_t kBytesPerToken = 4;  // tokens.h's estimate
 }  // namespace
 
 GenerationMonitor::GenerationMonitor(const MonitorOptions& options)
-    : options_(options), ngram_(options.ngram) {}
+    : options_(options),
+      ngram_(options.ngram),
+      tags_(options.repetition ? options.max_reasoning_tags : 0) {}
 
 uint64_t GenerationMonitor::tokens() const {
   if (mode_ == Mode::kText) return (bytes_ + kBytesPerToken - 1) / kBytesPerToken;
@@ -61,6 +63,18 @@ std::optional<StopVerdict> GenerationMonitor::NgramVerdict() {
   return v;
 }
 
+std::optional<StopVerdict> GenerationMonitor::TagLoopVerdict() {
+  stopped_ = true;
+  const TagLoopReport& r = tags_.report();
+  StopVerdict v;
+  v.reason = StopReason::kRepetitionTagLoop;
+  v.char_offset = r.char_offset;
+  v.token_offset = v.char_offset / kBytesPerToken;
+  v.detail =
+      absl::StrCat(DescribeTagLoop(r, options_.max_reasoning_tags), "; token offset estimated");
+  return v;
+}
+
 absl::StatusOr<std::optional<StopVerdict>> GenerationMonitor::PushTokens(
     std::span<const uint32_t> ids) {
   if (absl::Status s = SetMode(Mode::kTokens); !s.ok()) return s;
@@ -82,12 +96,15 @@ void GenerationMonitor::OnWord(const Word& word) {
 absl::StatusOr<std::optional<StopVerdict>> GenerationMonitor::PushText(std::string_view text) {
   if (absl::Status s = SetMode(Mode::kText); !s.ok()) return s;
   if (stopped_) return std::nullopt;
-  // Byte by byte, so that the budget stops at the byte that spends it and a word that ends in
-  // this piece fires before the bytes after it are counted.
+  // Byte by byte, so that the budget stops at the byte that spends it and a word or a tag that
+  // ends in this piece fires before the bytes after it are counted. A byte that ends a word is
+  // never one that completes a tag (a letter), so the order of the two rules within a byte does
+  // not matter.
   for (size_t i = 0; i < text.size(); ++i) {
     ++bytes_;
     if (options_.repetition) words_.Feed(text.substr(i, 1), [this](const Word& w) { OnWord(w); });
     if (word_fired_) return NgramVerdict();
+    if (tags_.Push(text[i], bytes_ - 1)) return TagLoopVerdict();
     if (std::optional<StopVerdict> v = Budget()) return v;
   }
   return std::nullopt;

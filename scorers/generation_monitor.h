@@ -1,5 +1,6 @@
 // Watches one generation while it is produced (README "Stopping generations early") and says STOP
-// as soon as the batch scorer's n-gram repetition rule fires or the token budget is spent, so a
+// as soon as the batch scorer's n-gram repetition rule fires, or on text its tag-loop rule
+// (tag_loop.h; token ids cannot show tags), or the token budget is spent, so a
 // looping rollout is cut where ScoreGroups would later report the loop, not at the 16,384-token
 // ceiling.
 //
@@ -27,18 +28,21 @@
 
 #include "absl/status/statusor.h"
 #include "scorers/ngram_repetition.h"
+#include "scorers/tag_loop.h"
 
 namespace rlscore::scorers {
 
 struct MonitorOptions {
   bool repetition = true;  // the n-gram rule on or off
   NgramOptions ngram;
+  // Text only: the tag-loop rule's limit (RepetitionOptions::max_reasoning_tags); 0: off.
+  uint32_t max_reasoning_tags = 4;
   // Stop once this many tokens were generated (text: estimated at four bytes a token).
   // 0: no budget.
   uint32_t max_tokens = 16384;
 };
 
-enum class StopReason : uint8_t { kRepetitionNgram, kTokenBudget };
+enum class StopReason : uint8_t { kRepetitionNgram, kTokenBudget, kRepetitionTagLoop };
 
 struct StopVerdict {
   StopReason reason = StopReason::kRepetitionNgram;
@@ -70,6 +74,7 @@ class GenerationMonitor {
   absl::Status SetMode(Mode mode);
   std::optional<StopVerdict> Budget();
   std::optional<StopVerdict> NgramVerdict();
+  std::optional<StopVerdict> TagLoopVerdict();
   void OnWord(const Word& word);
 
   MonitorOptions options_;
@@ -82,6 +87,7 @@ class GenerationMonitor {
   WordSplitter words_;
   std::vector<uint64_t> word_offsets_;
   bool word_fired_ = false;
+  TagLoopScanner tags_;
 };
 
 }  // namespace rlscore::scorers

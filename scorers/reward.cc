@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
+#include "scorers/tag_loop.h"
 #include "scorers/tokens.h"
 
 namespace rlscore::scorers {
@@ -87,10 +88,23 @@ std::string BlankTags(std::string_view text, const Anatomy& anatomy) {
   return blanked;
 }
 
+// The byte at which a stream fed `text` one byte at a time would have seen the `words`th word
+// from `begin` (the start of a word) end: the byte after it, or the end of the text.
+size_t NgramCompletesAt(std::string_view text, size_t begin, uint32_t words) {
+  WordSplitter splitter(begin);
+  uint32_t seen = 0;
+  for (size_t i = begin; i < text.size(); ++i) {
+    splitter.Feed(text.substr(i, 1), [&seen](const Word&) { ++seen; });
+    if (seen >= words) return i;
+  }
+  return text.size();
+}
+
 // Runs the n-gram rule over the whole completion — reasoning, answer section and tags, so that a
 // loop after </think> or without tags is penalised like one inside (and the stream, which cannot
 // know where the reasoning will end, watches the same units) — on token ids when given, else on
-// the normalised words, and fills the finding and the penalty.
+// the normalised words; then the tag-loop rule, and the AST rules when neither fired. Fills the
+// finding and the penalty.
 void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t num_tokens,
                      const RepetitionOptions& options, const Clock* clock, CompletionScore* score) {
   if (!options.enabled) return;
@@ -136,8 +150,34 @@ void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t
                        "; token offset estimated");
     }
   }
+  // The tag-loop rule on the text. Both rules are causal: on words, the one whose evidence is
+  // complete first fires, as in the stream (GenerationMonitor); on token ids (whose stream cannot
+  // see tags) the n-gram rule comes first.
+  bool tags_fired = false;
+  if (options.max_reasoning_tags != 0) {
+    const TagLoopReport tags = FindTagLoop(in.text, options.max_reasoning_tags);
+    tags_fired = tags.fired;
+    if (tags.fired && report.fired) {
+      tags_fired =
+          !by_token_ids &&
+          tags.detected_at < NgramCompletesAt(in.text, score->repetition_finding.char_offset,
+                                              report.number_run ? 1 : options.ngram.n);
+    }
+    if (tags_fired) {
+      RepetitionFinding& f = score->repetition_finding;
+      f.detector = RepetitionDetector::kTagLoop;
+      f.char_offset = tags.char_offset;
+      f.first_char_offset = tags.first_char_offset;
+      f.token_offset = EstimateTokenOffset(f.char_offset, in.text.size(), num_tokens);
+      f.occurrences = tags.tags;
+      f.detail = absl::StrCat(DescribeTagLoop(tags, options.max_reasoning_tags),
+                              "; token offset estimated");
+    }
+  }
+  const bool fired = report.fired || tags_fired;
+
   bool ast_fired = false;
-  if (!report.fired && options.ast.enabled) {
+  if (!fired && options.ast.enabled) {
     const std::string blanked = BlankTags(in.text, anatomy);
     const ast::AstReport ast = ast::FindAstRepetition(blanked, 0, options.ast, clock);
     score->ast_parsed = ast.parsed_markdown || ast.code_blocks_parsed > 0;
@@ -166,13 +206,15 @@ void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t
   }
   switch (options.mode) {
     case RepetitionMode::kThreshold:
-      score->repetition = report.fired || ast_fired ? options.penalty : 0.0;
+      score->repetition = fired || ast_fired ? options.penalty : 0.0;
       break;
     case RepetitionMode::kSmooth:
       if (!by_token_ids) tokens = WordHashes(words);
       score->repetition =
           SmoothRepetitionPenalty(tokens, options.ngram.n, options.smooth_max_penalty);
-      if (ast_fired) score->repetition = std::min(score->repetition, options.penalty);
+      if (tags_fired || ast_fired) {
+        score->repetition = std::min(score->repetition, options.penalty);
+      }
       break;
   }
 }

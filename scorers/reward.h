@@ -40,6 +40,9 @@ struct RepetitionOptions {
   bool enabled = true;
   RepetitionMode mode = RepetitionMode::kThreshold;
   NgramOptions ngram;  // the loop rule over 8-grams (ngram_repetition.h)
+  // The tag-loop rule (tag_loop.h): more than this many reasoning tags, well-formed or not,
+  // fire; 0 turns it off. Causal like the n-gram rule: the earlier of the two to complete fires.
+  uint32_t max_reasoning_tags = 4;
   // The AST rules (blocks and code clones, docs/REPETITION.md), run on the whole completion when
   // the n-gram rule has not fired: the penalty is applied once whatever fires.
   ast::AstOptions ast;
@@ -96,7 +99,7 @@ struct CompletionInput {
   std::optional<double> external_accuracy;  // Task::kExternal only, in [0, 1]
 };
 
-enum class RepetitionDetector : uint8_t { kNone, kNgram, kAstBlock, kAstCodeClone };
+enum class RepetitionDetector : uint8_t { kNone, kNgram, kAstBlock, kAstCodeClone, kTagLoop };
 
 struct RepetitionFinding {
   RepetitionDetector detector = RepetitionDetector::kNone;

@@ -249,6 +249,8 @@ PrometheusMetrics::PrometheusMetrics() : registry_(std::make_shared<prometheus::
       &fired.Add({{"detector", "ast_block"}});
   repetition_fired_[static_cast<size_t>(scorers::RepetitionDetector::kAstCodeClone)] =
       &fired.Add({{"detector", "ast_code_clone"}});
+  repetition_fired_[static_cast<size_t>(scorers::RepetitionDetector::kTagLoop)] =
+      &fired.Add({{"detector", "tag_loop"}});
   ast_parse_seconds_ = &f.Histogram(F::kAstParseSeconds).Add({}, ParseBuckets());
   ast_parsed_ = &f.Counter(F::kAstParsed).Add({});
   for (auto budget : {scorers::ast::AstBudget::kBytes, scorers::ast::AstBudget::kWork,

@@ -413,6 +413,7 @@ TEST(Profiles, NgramRuleOptions) {
             loop_min_recurring_percent: 80
             loop_recurrence_distance: 300
             max_number_run: 0
+            max_reasoning_tags: 9
           }
         }
       )pb",
@@ -432,6 +433,8 @@ TEST(Profiles, NgramRuleOptions) {
   EXPECT_EQ(tight.min_recurring_percent, 80u);
   EXPECT_EQ(tight.recurrence_distance, 300u);
   EXPECT_EQ(tight.max_number_run, 0u);
+  EXPECT_EQ(options.profiles.Find("tight_loop").value()->reward.repetition.max_reasoning_tags, 9u);
+  EXPECT_THAT(defaults->canonical_text, HasSubstr("max_reasoning_tags: 4"));
   EXPECT_NE(options.profiles.Find("tight_loop").value()->hash, defaults->hash);
 
   ServerOptions bad = DefaultServerOptions();

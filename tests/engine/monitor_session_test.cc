@@ -18,33 +18,49 @@ using ::testing::HasSubstr;
 
 TEST(MonitorSession, StopsWhereTheBatchScorerReportsTheLoop) {
   const ServerOptions options = DefaultServerOptions();
-  const std::string text = LoopingCompletion();
-
-  const LocalEngine engine(options);
-  v1::ScoreGroupsRequest batch;
-  v1::Group* group = batch.add_groups();
-  group->add_references("3");
-  group->add_completions()->set_text(text);
-  v1::ScoreGroupsResponse scored;
-  ASSERT_TRUE(RunScoreGroups(engine.context(), batch, &scored).ok());
-  const v1::RepetitionReport& report = scored.results(0).repetition();
-  ASSERT_EQ(report.detector(), v1::REPETITION_DETECTOR_NGRAM);
-
-  // Every delta size, from one byte to the whole text at once, stops at the same offset.
-  for (size_t step : {size_t{1}, size_t{7}, size_t{64}, text.size()}) {
-    SCOPED_TRACE(step);
-    MonitorSession session(options);
-    ASSERT_FALSE(session.Handle(Start()).value().has_value());
-    std::optional<scorers::StopVerdict> stop;
-    for (size_t at = 0; at < text.size() && !stop.has_value(); at += step) {
-      absl::StatusOr<std::optional<scorers::StopVerdict>> v =
-          session.Handle(Text(text.substr(at, step)));
-      ASSERT_TRUE(v.ok()) << v.status();
-      stop = *v;
+  // A verbatim loop (the n-gram rule), and reworded reflections that keep re-entering the
+  // reasoning (the tag-loop rule: a third reasoning section).
+  std::string reentering = "<think>The sum is 7.</think>So 7.";
+  for (int i = 0; i < 3; ++i) {
+    reentering += "\n< think>Wait, let me rethink step " + std::to_string(i) +
+                  " once more, it may be wrong.</ think>Still 7.";
+  }
+  const struct {
+    std::string text;
+    v1::RepetitionDetector detector;
+    v1::StopReason reason;
+  } cases[] = {
+      {LoopingCompletion(), v1::REPETITION_DETECTOR_NGRAM, v1::STOP_REASON_REPETITION_NGRAM},
+      {reentering, v1::REPETITION_DETECTOR_TAG_LOOP, v1::STOP_REASON_REPETITION_TAG_LOOP},
+  };
+  for (const auto& c : cases) {
+    const std::string& text = c.text;
+    SCOPED_TRACE(text);
+    const LocalEngine engine(options);
+    v1::ScoreGroupsRequest batch;
+    v1::Group* group = batch.add_groups();
+    group->add_references("3");
+    group->add_completions()->set_text(text);
+    v1::ScoreGroupsResponse scored;
+    ASSERT_TRUE(RunScoreGroups(engine.context(), batch, &scored).ok());
+    const v1::RepetitionReport& report = scored.results(0).repetition();
+    ASSERT_EQ(report.detector(), c.detector);
+    // Every delta size, from one byte to the whole text at once, stops at the same offset.
+    for (size_t step : {size_t{1}, size_t{7}, size_t{64}, text.size()}) {
+      SCOPED_TRACE(step);
+      MonitorSession session(options);
+      ASSERT_FALSE(session.Handle(Start()).value().has_value());
+      std::optional<scorers::StopVerdict> stop;
+      for (size_t at = 0; at < text.size() && !stop.has_value(); at += step) {
+        absl::StatusOr<std::optional<scorers::StopVerdict>> v =
+            session.Handle(Text(text.substr(at, step)));
+        ASSERT_TRUE(v.ok()) << v.status();
+        stop = *v;
+      }
+      ASSERT_TRUE(stop.has_value());
+      EXPECT_EQ(ToProto(stop->reason), c.reason);
+      EXPECT_EQ(stop->char_offset, report.char_offset());
     }
-    ASSERT_TRUE(stop.has_value());
-    EXPECT_EQ(ToProto(stop->reason), v1::STOP_REASON_REPETITION_NGRAM);
-    EXPECT_EQ(stop->char_offset, report.char_offset());
   }
 }
 

@@ -18,7 +18,7 @@ namespace {
 using ::testing::HasSubstr;
 
 // What the batch scorer (ScoreGroups' scorer) reports for one completion, with the AST rules off
-// so that only the n-gram rule can fire, as in the stream.
+// so that only the n-gram and tag-loop rules can fire, as in the stream.
 CompletionScore BatchScore(const CompletionInput& in, const Profile& profile) {
   const std::unique_ptr<AccuracyScorer> scorer = math::NewAccuracyScorer();
   const std::vector<std::string> references = {"42"};
@@ -46,9 +46,15 @@ std::vector<size_t> Cuts(size_t n, std::mt19937_64& rng) {
   return cuts;
 }
 
-// Reasoning text: sentences from a small vocabulary (they recur by chance), and for some cases a
-// loop of reworded reflections after a prefix, like the incident's.
-std::string Reasoning(std::mt19937_64& rng, bool loop) {
+// Reasoning tags as models write them, well-formed or not, and text that only looks like a start.
+constexpr const char* kTags[] = {"<think>", "</think>",   "</ think>", "< think>",
+                                 "<THINK>", "<thinking>", "<think",    "<thin",
+                                 "<the",    "</",         "<<think>"};
+
+// Reasoning text: sentences from a small vocabulary (they recur by chance), for some cases a loop
+// of reworded reflections after a prefix, like the incident's, and for others reasoning tags
+// between the words (the incident's malformed tags).
+std::string Reasoning(std::mt19937_64& rng, bool loop, int tags = 0) {
   // Chinese, punctuation that separates ("，", "—") and a character whose bytes a delta may cut.
   static const char* const kWords[] = {"wait", "let",    "me",     "check", "the",    "sum",
                                        "of",   "x",      "is",     "7",     "but",    "consider",
@@ -58,6 +64,10 @@ std::string Reasoning(std::mt19937_64& rng, bool loop) {
   const size_t words = 20 + rng() % 300;
   for (size_t i = 0; i < words; ++i) {
     absl::StrAppend(&text, kWords[rng() % std::size(kWords)], rng() % 9 == 0 ? ". " : " ");
+    if (tags > 0 && rng() % 24 == 0) {
+      absl::StrAppend(&text, kTags[rng() % std::size(kTags)], rng() % 2 == 0 ? " " : "");
+      --tags;
+    }
   }
   if (loop) {
     const std::string step = absl::StrCat("Wait, let me double check step ", rng() % 100,
@@ -86,18 +96,22 @@ TEST(GenerationMonitor, TextStopsExactlyWhereTheBatchScorerReportsTheLoop) {
   int fired = 0;
   int literal_fired = 0;
   int counting_fired = 0;
+  int tags_fired = 0;
   for (int k = 0; k < 600; ++k) {
     // Loops in the reasoning, in the answer section, or counting runs; text before <think>, a
-    // pre-filled <think>, or no tags at all; both rules, and a number-run limit that the
-    // counting answers cross.
+    // pre-filled <think>, or no tags at all; both n-gram rules, and a number-run limit that the
+    // counting answers cross; reasoning tags in the text, with the tag-loop rule's limit at 1
+    // or 3 or off, so that it fires before, after and among the n-gram rule's firings.
     const bool prefilled = k % 4 == 0;
     const std::string text =
         absl::StrCat(prefilled ? "" : (k % 3 == 0 ? "Sure. <think>" : "<think>"),
-                     Reasoning(rng, k % 2 == 0), k % 5 == 0 ? "" : "</think>", Answer(rng, k % 3));
+                     Reasoning(rng, k % 2 == 0, k % 6 < 3 ? static_cast<int>(k % 11) : 0),
+                     k % 5 == 0 ? "" : "</think>", Answer(rng, k % 3));
     Profile profile = NgramOnly();
     profile.tags.think_prefilled = prefilled;
     profile.repetition.ngram.rule = k % 7 == 0 ? NgramRule::kLiteral : NgramRule::kLoop;
     profile.repetition.ngram.max_number_run = k % 2 == 0 ? 512 : 24;
+    profile.repetition.max_reasoning_tags = k % 13 == 0 ? 0 : (k % 4 == 1 ? 1 : 3);
     CompletionInput in;
     in.text = text;
     in.num_tokens = 1000;
@@ -105,6 +119,7 @@ TEST(GenerationMonitor, TextStopsExactlyWhereTheBatchScorerReportsTheLoop) {
 
     MonitorOptions options;
     options.ngram = profile.repetition.ngram;
+    options.max_reasoning_tags = profile.repetition.max_reasoning_tags;
     options.max_tokens = 0;
     GenerationMonitor monitor(options);
     std::optional<StopVerdict> stop;
@@ -119,13 +134,17 @@ TEST(GenerationMonitor, TextStopsExactlyWhereTheBatchScorerReportsTheLoop) {
       }
     }
     SCOPED_TRACE(text);
-    const bool batch_fired = batch.repetition_finding.detector == RepetitionDetector::kNgram;
+    const RepetitionDetector detector = batch.repetition_finding.detector;
+    const bool batch_fired = detector != RepetitionDetector::kNone;
     ASSERT_EQ(stop.has_value(), batch_fired);
     if (!batch_fired) continue;
     ++fired;
     literal_fired += profile.repetition.ngram.rule == NgramRule::kLiteral;
     counting_fired += absl::StrContains(stop->detail, "number words in a row");
-    EXPECT_EQ(stop->reason, StopReason::kRepetitionNgram);
+    tags_fired += detector == RepetitionDetector::kTagLoop;
+    EXPECT_EQ(stop->reason, detector == RepetitionDetector::kTagLoop
+                                ? StopReason::kRepetitionTagLoop
+                                : StopReason::kRepetitionNgram);
     EXPECT_EQ(stop->char_offset, batch.repetition_finding.char_offset);
     // The stream says what the batch scorer says (less the token estimate's wording).
     EXPECT_THAT(batch.repetition_finding.detail, HasSubstr(stop->detail.substr(0, 40)));
@@ -136,6 +155,7 @@ TEST(GenerationMonitor, TextStopsExactlyWhereTheBatchScorerReportsTheLoop) {
   EXPECT_GT(fired, 150);
   EXPECT_GT(literal_fired, 20);
   EXPECT_GT(counting_fired, 20);
+  EXPECT_GT(tags_fired, 20);
 }
 
 TEST(GenerationMonitor, TokenIdsStopExactlyWhereTheBatchScorerReportsTheLoop) {

@@ -299,6 +299,44 @@ TEST(Reward, RenamedFunctionFiresCodeCloneNotNgram) {
   EXPECT_FALSE(quiet.ast_parsed);
 }
 
+// The incident's loop: reworded reflections that re-enter the reasoning, well-formed or not. No
+// 8-gram recurs, so only the tag-loop rule sees it: a third reasoning section fires, at its tag.
+TEST(Reward, ReenteringTheReasoningFiresTheTagLoop) {
+  const std::string text =
+      "<think>The area is 12.</think>Hmm, wait.\n<think>Let me reconsider the legs, they were "
+      "6 and 4.</ think>So 12.\n<THINK>But what if the triangle is obtuse instead? Then";
+  const CompletionScore s = ScoreOne(In(text), Profile{});
+  const RepetitionFinding& f = s.repetition_finding;
+  EXPECT_EQ(f.detector, RepetitionDetector::kTagLoop) << f.detail;
+  EXPECT_EQ(f.char_offset, text.find("<THINK>"));
+  EXPECT_EQ(f.first_char_offset, 0u);
+  EXPECT_EQ(f.occurrences, 5u);
+  EXPECT_THAT(f.detail, HasSubstr("reasoning tag 5 (more than 4"));
+  EXPECT_EQ(s.repetition, -0.5);
+
+  // Two whole sections do not fire; a profile may turn the rule off or move its limit.
+  const std::string two = "<think>a</think>b<think>c</think> \\boxed{42}";
+  EXPECT_EQ(ScoreOne(In(two), Profile{}).repetition_finding.detector, RepetitionDetector::kNone);
+  Profile off;
+  off.repetition.max_reasoning_tags = 0;
+  EXPECT_EQ(ScoreOne(In(text), off).repetition_finding.detector, RepetitionDetector::kNone);
+  Profile smooth;
+  smooth.repetition.mode = RepetitionMode::kSmooth;
+  EXPECT_LE(ScoreOne(In(text), smooth).repetition, -0.5);
+
+  // When the n-gram rule fires too, the rule whose evidence is complete first is reported, as
+  // the stream stops: here a verbatim loop that fills the window long before the tags.
+  std::string looping = "<think>";
+  for (int i = 0; i < 40; ++i) looping += "one two three four five six seven eight ";
+  looping += text;
+  EXPECT_EQ(ScoreOne(In(looping), Profile{}).repetition_finding.detector,
+            RepetitionDetector::kNgram);
+  std::string tags_first = text + " ";
+  for (int i = 0; i < 40; ++i) tags_first += "one two three four five six seven eight ";
+  EXPECT_EQ(ScoreOne(In(tags_first), Profile{}).repetition_finding.detector,
+            RepetitionDetector::kTagLoop);
+}
+
 // "The same step with different numbers": the block rule.
 TEST(Reward, DerivationWithDifferentNumbersFiresBlock) {
   std::string text = "<think>We look for the smallest valid $k$.\n\n";

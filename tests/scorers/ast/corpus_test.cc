@@ -1,12 +1,10 @@
-// The repetition corpora (docs/REPETITION.md "Corpora"), scored through the whole reward (n-gram and AST rules with
-// the default profile):
+// The repetition corpora (docs/REPETITION.md "Corpora"), scored through the whole reward (n-gram,
+// tag-loop and AST rules with the default profile):
 //   corpus/clean/    realistic long solutions — prose, LaTeX, lists, tables, code in the parsed
 //                    languages and others — that must fire nothing;
 //   corpus/looping/  degenerate completions of collapsing models, each of which must fire, and
-//                    fire the rule EXPECTED.txt names first (ngram, block or code_clone); a
-//                    third column "literal" says the file fires under the literal n-gram rule
-//                    profile setting, not under the default loop rule (docs/REPETITION.md says
-//                    why: reworded reflections that never repeat the text between them).
+//                    fire the rule EXPECTED.txt names first (ngram, tag_loop, block or
+//                    code_clone).
 // A table of what each file cost (parsed or screened out) is printed for the reader.
 #include <algorithm>
 #include <cstdio>
@@ -56,8 +54,7 @@ std::vector<std::pair<std::string, std::string>> Files(const std::string& folder
 // reaches: what is checked is which rule fires, not how fast (the budgets have their own tests in
 // ast_repetition_test.cc).
 CompletionScore ScoreText(const std::string& text,
-                          uint64_t timeout_micros = ast::testing::kUnhurriedParseMicros,
-                          NgramRule rule = NgramRule::kLoop) {
+                          uint64_t timeout_micros = ast::testing::kUnhurriedParseMicros) {
   const std::unique_ptr<AccuracyScorer> scorer = math::NewAccuracyScorer();
   const std::vector<std::string> references = {"42"};
   const std::unique_ptr<Judge> judge = scorer->Prepare(Task::kExact, references);
@@ -65,7 +62,6 @@ CompletionScore ScoreText(const std::string& text,
   in.text = text;
   Profile profile;
   profile.repetition.ast.parse_timeout_micros = timeout_micros;
-  profile.repetition.ngram.rule = rule;
   std::vector<CompletionScore> scores;
   EXPECT_TRUE(ScoreGroup({&in, 1}, Task::kExact, judge.get(), profile, &scores).ok());
   return scores.empty() ? CompletionScore{} : scores[0];
@@ -81,6 +77,8 @@ std::string_view RuleName(RepetitionDetector d) {
       return "block";
     case RepetitionDetector::kAstCodeClone:
       return "code_clone";
+    case RepetitionDetector::kTagLoop:
+      return "tag_loop";
   }
   return "?";
 }
@@ -109,21 +107,17 @@ TEST(AstCorpus, LoopingCompletionsFireTheExpectedRule) {
   const auto files = Files("looping");
   ASSERT_GE(files.size(), 10u);
   std::map<std::string, std::string> expected;
-  std::map<std::string, NgramRule> rules;
   std::istringstream lines(Read(fs::path(RLSCORE_AST_CORPUS) / "looping" / "EXPECTED.txt"));
   for (std::string line; std::getline(lines, line);) {
     std::istringstream fields(line);
-    std::string file, rule, profile;
-    if (!(fields >> file >> rule)) continue;
-    fields >> profile;
-    expected[file] = rule;
-    rules[file] = profile == "literal" ? NgramRule::kLiteral : NgramRule::kLoop;
+    std::string file, rule;
+    if (fields >> file >> rule) expected[file] = rule;
   }
   std::map<std::string, int> by_rule;
   for (const auto& [name, text] : files) {
     SCOPED_TRACE(name);
     ASSERT_EQ(expected.count(name), 1u) << "EXPECTED.txt has no line for it";
-    const CompletionScore s = ScoreText(text, ast::testing::kUnhurriedParseMicros, rules[name]);
+    const CompletionScore s = ScoreText(text);
     EXPECT_EQ(RuleName(s.repetition_finding.detector), expected[name])
         << s.repetition_finding.detail;
     EXPECT_EQ(s.repetition, -0.5);
@@ -136,6 +130,7 @@ TEST(AstCorpus, LoopingCompletionsFireTheExpectedRule) {
   EXPECT_GE(by_rule["ngram"], 3);
   EXPECT_GE(by_rule["block"], 3);
   EXPECT_GE(by_rule["code_clone"], 3);
+  EXPECT_GE(by_rule["tag_loop"], 3);
 }
 
 TEST(AstCorpus, TheSafetyNetMakesACompletionUnscorable) {
