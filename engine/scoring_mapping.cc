@@ -98,6 +98,9 @@ void FillCompletionResult(const scorers::CompletionScore& s, v1::CompletionResul
       case scorers::RepetitionDetector::kTagLoop:
         r->set_detector(v1::REPETITION_DETECTOR_TAG_LOOP);
         break;
+      case scorers::RepetitionDetector::kWordlessRun:
+        r->set_detector(v1::REPETITION_DETECTOR_WORDLESS_RUN);
+        break;
       case scorers::RepetitionDetector::kNone:
         break;
     }

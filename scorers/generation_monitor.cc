@@ -12,7 +12,8 @@ constexpr uint64_t kBytesPerToken = 4;  // tokens.h's estimate
 GenerationMonitor::GenerationMonitor(const MonitorOptions& options)
     : options_(options),
       ngram_(options.ngram),
-      tags_(options.repetition ? options.max_reasoning_tags : 0) {}
+      tags_(options.repetition ? options.max_reasoning_tags : 0),
+      wordless_(options.repetition ? options.max_wordless_bytes : 0) {}
 
 uint64_t GenerationMonitor::tokens() const {
   if (mode_ == Mode::kText) return (bytes_ + kBytesPerToken - 1) / kBytesPerToken;
@@ -75,6 +76,18 @@ std::optional<StopVerdict> GenerationMonitor::TagLoopVerdict() {
   return v;
 }
 
+std::optional<StopVerdict> GenerationMonitor::WordlessRunVerdict() {
+  stopped_ = true;
+  const WordlessRunReport& r = wordless_.report();
+  StopVerdict v;
+  v.reason = StopReason::kRepetitionWordlessRun;
+  v.char_offset = r.char_offset;
+  v.token_offset = v.char_offset / kBytesPerToken;
+  v.detail =
+      absl::StrCat(DescribeWordlessRun(r, options_.max_wordless_bytes), "; token offset estimated");
+  return v;
+}
+
 absl::StatusOr<std::optional<StopVerdict>> GenerationMonitor::PushTokens(
     std::span<const uint32_t> ids) {
   if (absl::Status s = SetMode(Mode::kTokens); !s.ok()) return s;
@@ -96,15 +109,15 @@ void GenerationMonitor::OnWord(const Word& word) {
 absl::StatusOr<std::optional<StopVerdict>> GenerationMonitor::PushText(std::string_view text) {
   if (absl::Status s = SetMode(Mode::kText); !s.ok()) return s;
   if (stopped_) return std::nullopt;
-  // Byte by byte, so that the budget stops at the byte that spends it and a word or a tag that
-  // ends in this piece fires before the bytes after it are counted. A byte that ends a word is
-  // never one that completes a tag (a letter), so the order of the two rules within a byte does
-  // not matter.
+  // Byte by byte, so that the budget stops at the byte that spends it and a word, a tag or a run
+  // that ends in this piece fires before the bytes after it are counted. Within a byte the rules
+  // go in the batch scorer's order of ties (reward.cc).
   for (size_t i = 0; i < text.size(); ++i) {
     ++bytes_;
     if (options_.repetition) words_.Feed(text.substr(i, 1), [this](const Word& w) { OnWord(w); });
     if (word_fired_) return NgramVerdict();
     if (tags_.Push(text[i], bytes_ - 1)) return TagLoopVerdict();
+    if (wordless_.Push(text[i], bytes_ - 1)) return WordlessRunVerdict();
     if (std::optional<StopVerdict> v = Budget()) return v;
   }
   return std::nullopt;

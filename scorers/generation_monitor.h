@@ -1,6 +1,7 @@
 // Watches one generation while it is produced (README "Stopping generations early") and says STOP
-// as soon as the batch scorer's n-gram repetition rule fires, or on text its tag-loop rule
-// (tag_loop.h; token ids cannot show tags), or the token budget is spent, so a
+// as soon as the batch scorer's n-gram repetition rule fires, or on text its tag-loop or
+// wordless-run rule (tag_loop.h, wordless_run.h; token ids cannot show them), or the token budget
+// is spent, so a
 // looping rollout is cut where ScoreGroups would later report the loop, not at the 16,384-token
 // ceiling.
 //
@@ -29,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "scorers/ngram_repetition.h"
 #include "scorers/tag_loop.h"
+#include "scorers/wordless_run.h"
 
 namespace rlscore::scorers {
 
@@ -37,12 +39,19 @@ struct MonitorOptions {
   NgramOptions ngram;
   // Text only: the tag-loop rule's limit (RepetitionOptions::max_reasoning_tags); 0: off.
   uint32_t max_reasoning_tags = 4;
+  // Text only: the wordless-run rule's limit (RepetitionOptions::max_wordless_bytes); 0: off.
+  uint32_t max_wordless_bytes = 2048;
   // Stop once this many tokens were generated (text: estimated at four bytes a token).
   // 0: no budget.
   uint32_t max_tokens = 16384;
 };
 
-enum class StopReason : uint8_t { kRepetitionNgram, kTokenBudget, kRepetitionTagLoop };
+enum class StopReason : uint8_t {
+  kRepetitionNgram,
+  kTokenBudget,
+  kRepetitionTagLoop,
+  kRepetitionWordlessRun,
+};
 
 struct StopVerdict {
   StopReason reason = StopReason::kRepetitionNgram;
@@ -75,6 +84,7 @@ class GenerationMonitor {
   std::optional<StopVerdict> Budget();
   std::optional<StopVerdict> NgramVerdict();
   std::optional<StopVerdict> TagLoopVerdict();
+  std::optional<StopVerdict> WordlessRunVerdict();
   void OnWord(const Word& word);
 
   MonitorOptions options_;
@@ -88,6 +98,7 @@ class GenerationMonitor {
   std::vector<uint64_t> word_offsets_;
   bool word_fired_ = false;
   TagLoopScanner tags_;
+  WordlessRunScanner wordless_;
 };
 
 }  // namespace rlscore::scorers

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
 #include "scorers/tag_loop.h"
 #include "scorers/tokens.h"
+#include "scorers/wordless_run.h"
 
 namespace rlscore::scorers {
 namespace {
@@ -103,8 +105,8 @@ size_t NgramCompletesAt(std::string_view text, size_t begin, uint32_t words) {
 // Runs the n-gram rule over the whole completion — reasoning, answer section and tags, so that a
 // loop after </think> or without tags is penalised like one inside (and the stream, which cannot
 // know where the reasoning will end, watches the same units) — on token ids when given, else on
-// the normalised words; then the tag-loop rule, and the AST rules when neither fired. Fills the
-// finding and the penalty.
+// the normalised words; then the tag-loop and wordless-run rules on the text, and the AST rules
+// when none of those fired. Fills the finding and the penalty.
 void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t num_tokens,
                      const RepetitionOptions& options, const Clock* clock, CompletionScore* score) {
   if (!options.enabled) return;
@@ -150,31 +152,44 @@ void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t
                        "; token offset estimated");
     }
   }
-  // The tag-loop rule on the text. Both rules are causal: on words, the one whose evidence is
-  // complete first fires, as in the stream (GenerationMonitor); on token ids (whose stream cannot
-  // see tags) the n-gram rule comes first.
-  bool tags_fired = false;
-  if (options.max_reasoning_tags != 0) {
-    const TagLoopReport tags = FindTagLoop(in.text, options.max_reasoning_tags);
-    tags_fired = tags.fired;
-    if (tags.fired && report.fired) {
-      tags_fired =
-          !by_token_ids &&
-          tags.detected_at < NgramCompletesAt(in.text, score->repetition_finding.char_offset,
-                                              report.number_run ? 1 : options.ngram.n);
-    }
-    if (tags_fired) {
-      RepetitionFinding& f = score->repetition_finding;
-      f.detector = RepetitionDetector::kTagLoop;
-      f.char_offset = tags.char_offset;
-      f.first_char_offset = tags.first_char_offset;
-      f.token_offset = EstimateTokenOffset(f.char_offset, in.text.size(), num_tokens);
-      f.occurrences = tags.tags;
-      f.detail = absl::StrCat(DescribeTagLoop(tags, options.max_reasoning_tags),
-                              "; token offset estimated");
-    }
+  // The rules on the raw text. All three are causal: the one whose evidence is complete first in
+  // the text fires, as the stream (GenerationMonitor) stops at the first; on token ids, whose
+  // stream cannot see the text, the n-gram rule comes first. Ties (none are possible with the
+  // limits allowed, but the order is stated) go n-gram, tag loop, wordless run, the stream's order
+  // within a byte.
+  const TagLoopReport tags = FindTagLoop(in.text, options.max_reasoning_tags);
+  const WordlessRunReport wordless = FindWordlessRun(in.text, options.max_wordless_bytes);
+  size_t first_at = SIZE_MAX;  // the byte that completed the evidence of the rule chosen so far
+  if (report.fired) {
+    first_at = by_token_ids ? 0
+                            : NgramCompletesAt(in.text, score->repetition_finding.char_offset,
+                                               report.number_run ? 1 : options.ngram.n);
   }
-  const bool fired = report.fired || tags_fired;
+  RepetitionFinding& text_finding = score->repetition_finding;
+  const bool tags_first = tags.fired && tags.detected_at < first_at;
+  if (tags_first) {
+    first_at = tags.detected_at;
+    text_finding.detector = RepetitionDetector::kTagLoop;
+    text_finding.char_offset = tags.char_offset;
+    text_finding.first_char_offset = tags.first_char_offset;
+    text_finding.occurrences = tags.tags;
+    text_finding.detail = DescribeTagLoop(tags, options.max_reasoning_tags);
+  }
+  const bool wordless_first = wordless.fired && wordless.char_offset < first_at;
+  if (wordless_first) {
+    text_finding.detector = RepetitionDetector::kWordlessRun;
+    text_finding.char_offset = wordless.char_offset;
+    text_finding.first_char_offset = wordless.first_char_offset;
+    text_finding.occurrences = 0;
+    text_finding.detail = DescribeWordlessRun(wordless, options.max_wordless_bytes);
+  }
+  const bool text_fired = tags_first || wordless_first;
+  if (text_fired) {
+    text_finding.token_offset =
+        EstimateTokenOffset(text_finding.char_offset, in.text.size(), num_tokens);
+    absl::StrAppend(&text_finding.detail, "; token offset estimated");
+  }
+  const bool fired = report.fired || text_fired;
 
   bool ast_fired = false;
   if (!fired && options.ast.enabled) {
@@ -212,7 +227,7 @@ void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t
       if (!by_token_ids) tokens = WordHashes(words);
       score->repetition =
           SmoothRepetitionPenalty(tokens, options.ngram.n, options.smooth_max_penalty);
-      if (tags_fired || ast_fired) {
+      if (text_fired || ast_fired) {
         score->repetition = std::min(score->repetition, options.penalty);
       }
       break;

@@ -43,6 +43,9 @@ struct RepetitionOptions {
   // The tag-loop rule (tag_loop.h): more than this many reasoning tags, well-formed or not,
   // fire; 0 turns it off. Causal like the n-gram rule: the earlier of the two to complete fires.
   uint32_t max_reasoning_tags = 4;
+  // The wordless-run rule (wordless_run.h): more than this many bytes in a row of ASCII
+  // punctuation and white space fire; 0 turns it off. Causal too.
+  uint32_t max_wordless_bytes = 2048;
   // The AST rules (blocks and code clones, docs/REPETITION.md), run on the whole completion when
   // the n-gram rule has not fired: the penalty is applied once whatever fires.
   ast::AstOptions ast;
@@ -99,7 +102,14 @@ struct CompletionInput {
   std::optional<double> external_accuracy;  // Task::kExternal only, in [0, 1]
 };
 
-enum class RepetitionDetector : uint8_t { kNone, kNgram, kAstBlock, kAstCodeClone, kTagLoop };
+enum class RepetitionDetector : uint8_t {
+  kNone,
+  kNgram,
+  kAstBlock,
+  kAstCodeClone,
+  kTagLoop,
+  kWordlessRun,
+};
 
 struct RepetitionFinding {
   RepetitionDetector detector = RepetitionDetector::kNone;

@@ -251,6 +251,8 @@ PrometheusMetrics::PrometheusMetrics() : registry_(std::make_shared<prometheus::
       &fired.Add({{"detector", "ast_code_clone"}});
   repetition_fired_[static_cast<size_t>(scorers::RepetitionDetector::kTagLoop)] =
       &fired.Add({{"detector", "tag_loop"}});
+  repetition_fired_[static_cast<size_t>(scorers::RepetitionDetector::kWordlessRun)] =
+      &fired.Add({{"detector", "wordless_run"}});
   ast_parse_seconds_ = &f.Histogram(F::kAstParseSeconds).Add({}, ParseBuckets());
   ast_parsed_ = &f.Counter(F::kAstParsed).Add({});
   for (auto budget : {scorers::ast::AstBudget::kBytes, scorers::ast::AstBudget::kWork,

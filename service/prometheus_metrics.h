@@ -91,7 +91,7 @@ class PrometheusMetrics final : public engine::Metrics {
   prometheus::Counter* completions_;
   std::array<prometheus::Histogram*, 5> components_;  // accuracy, format, repetition, length, total
   std::array<prometheus::Counter*, 5> verdicts_;      // indexed by scorers::Verdict
-  std::array<prometheus::Counter*, 5> repetition_fired_{};  // by scorers::RepetitionDetector
+  std::array<prometheus::Counter*, 6> repetition_fired_{};  // by scorers::RepetitionDetector
   prometheus::Histogram* ast_parse_seconds_;
   prometheus::Counter* ast_parsed_;
   std::array<prometheus::Counter*, 5> ast_budget_skips_{};  // by scorers::ast::AstBudget
