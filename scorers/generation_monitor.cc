@@ -1,6 +1,7 @@
 #include "scorers/generation_monitor.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/strings.h"
 
 namespace rlscore::scorers {
 namespace {
@@ -64,27 +65,14 @@ std::optional<StopVerdict> GenerationMonitor::NgramVerdict() {
   return v;
 }
 
-std::optional<StopVerdict> GenerationMonitor::TagLoopVerdict() {
+std::optional<StopVerdict> GenerationMonitor::TextRuleVerdict(StopReason reason, size_t char_offset,
+                                                              std::string_view detail) {
   stopped_ = true;
-  const TagLoopReport& r = tags_.report();
   StopVerdict v;
-  v.reason = StopReason::kRepetitionTagLoop;
-  v.char_offset = r.char_offset;
+  v.reason = reason;
+  v.char_offset = char_offset;
   v.token_offset = v.char_offset / kBytesPerToken;
-  v.detail =
-      absl::StrCat(DescribeTagLoop(r, options_.max_reasoning_tags), "; token offset estimated");
-  return v;
-}
-
-std::optional<StopVerdict> GenerationMonitor::WordlessRunVerdict() {
-  stopped_ = true;
-  const WordlessRunReport& r = wordless_.report();
-  StopVerdict v;
-  v.reason = StopReason::kRepetitionWordlessRun;
-  v.char_offset = r.char_offset;
-  v.token_offset = v.char_offset / kBytesPerToken;
-  v.detail =
-      absl::StrCat(DescribeWordlessRun(r, options_.max_wordless_bytes), "; token offset estimated");
+  v.detail = absl::StrCat(Sv(detail), "; token offset estimated");
   return v;
 }
 
@@ -116,8 +104,14 @@ absl::StatusOr<std::optional<StopVerdict>> GenerationMonitor::PushText(std::stri
     ++bytes_;
     if (options_.repetition) words_.Feed(text.substr(i, 1), [this](const Word& w) { OnWord(w); });
     if (word_fired_) return NgramVerdict();
-    if (tags_.Push(text[i], bytes_ - 1)) return TagLoopVerdict();
-    if (wordless_.Push(text[i], bytes_ - 1)) return WordlessRunVerdict();
+    if (tags_.Push(text[i], bytes_ - 1)) {
+      return TextRuleVerdict(StopReason::kRepetitionTagLoop, tags_.report().char_offset,
+                             DescribeTagLoop(tags_.report(), options_.max_reasoning_tags));
+    }
+    if (wordless_.Push(text[i], bytes_ - 1)) {
+      return TextRuleVerdict(StopReason::kRepetitionWordlessRun, wordless_.report().char_offset,
+                             DescribeWordlessRun(wordless_.report(), options_.max_wordless_bytes));
+    }
     if (std::optional<StopVerdict> v = Budget()) return v;
   }
   return std::nullopt;

@@ -83,8 +83,9 @@ class GenerationMonitor {
   absl::Status SetMode(Mode mode);
   std::optional<StopVerdict> Budget();
   std::optional<StopVerdict> NgramVerdict();
-  std::optional<StopVerdict> TagLoopVerdict();
-  std::optional<StopVerdict> WordlessRunVerdict();
+  // The verdict of a rule on the raw text (tag loop, wordless run).
+  std::optional<StopVerdict> TextRuleVerdict(StopReason reason, size_t char_offset,
+                                             std::string_view detail);
   void OnWord(const Word& word);
 
   MonitorOptions options_;
