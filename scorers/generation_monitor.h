@@ -46,6 +46,7 @@ struct MonitorOptions {
   uint32_t max_tokens = 16384;
 };
 
+// The server's metrics keep a counter per value (service/prometheus_metrics.h).
 enum class StopReason : uint8_t {
   kRepetitionNgram,
   kTokenBudget,

@@ -227,8 +227,15 @@ PrometheusMetrics::PrometheusMetrics() : registry_(std::make_shared<prometheus::
   admission_refusals_ = {&f.Counter(F::kAdmissionRefusals).Add({{"retryable", "false"}}),
                          &f.Counter(F::kAdmissionRefusals).Add({{"retryable", "true"}})};
   prompt_not_found_ = &f.Counter(F::kPromptNotFound).Add({});
-  generation_stops_ = {&f.Counter(F::kGenerationStops).Add({{"reason", "repetition_ngram"}}),
-                       &f.Counter(F::kGenerationStops).Add({{"reason", "token_budget"}})};
+  auto& stops = f.Counter(F::kGenerationStops);
+  generation_stops_[static_cast<size_t>(scorers::StopReason::kRepetitionNgram)] =
+      &stops.Add({{"reason", "repetition_ngram"}});
+  generation_stops_[static_cast<size_t>(scorers::StopReason::kTokenBudget)] =
+      &stops.Add({{"reason", "token_budget"}});
+  generation_stops_[static_cast<size_t>(scorers::StopReason::kRepetitionTagLoop)] =
+      &stops.Add({{"reason", "repetition_tag_loop"}});
+  generation_stops_[static_cast<size_t>(scorers::StopReason::kRepetitionWordlessRun)] =
+      &stops.Add({{"reason", "repetition_wordless_run"}});
   run_level_ = &f.Gauge(F::kRunHealthLevel);
   run_signal_ = &f.Gauge(F::kRunSignal);
   completions_ = &f.Counter(F::kCompletions).Add({});

@@ -103,7 +103,7 @@ class PrometheusMetrics final : public engine::Metrics {
   prometheus::Gauge* memory_in_use_;
   std::array<prometheus::Counter*, 2> admission_refusals_{};  // not retryable, retryable
   prometheus::Counter* prompt_not_found_;
-  std::array<prometheus::Counter*, 2> generation_stops_{};  // by scorers::StopReason
+  std::array<prometheus::Counter*, 4> generation_stops_{};  // by scorers::StopReason
   prometheus::Family<prometheus::Gauge>* run_level_;
   prometheus::Family<prometheus::Gauge>* run_signal_;
   Mutex runs_mu_;

@@ -89,6 +89,42 @@ TEST(ServerMonitorGeneration, StopsWhereScoreGroupsReportsTheLoop) {
   EXPECT_THAT(metrics, HasSubstr(counted));
 }
 
+// The rules on the raw text stop a stream too, and each reason has its counter.
+TEST(ServerMonitorGeneration, TextRulesStopTheStreamAndAreCounted) {
+  std::unique_ptr<Server> server = StartOrDie(TestOptions());
+  ASSERT_NE(server, nullptr);
+  auto stub = v1::ScoringService::NewStub(ChannelTo(*server));
+  const std::string reentering =
+      "<think>7.</think>7.<think>Wait.</ think>7.<THINK>But wait, consider another case.";
+  const std::string symbols = "<think>So the sum is" + std::string(3000, '!');
+  const struct {
+    std::string text;
+    v1::StopReason reason;
+    size_t char_offset;
+  } cases[] = {
+      {reentering, v1::STOP_REASON_REPETITION_TAG_LOOP, reentering.find("<THINK>")},
+      {symbols, v1::STOP_REASON_REPETITION_WORDLESS_RUN, symbols.find('!') + 2048},
+  };
+  for (const auto& c : cases) {
+    std::vector<v1::MonitorGenerationRequest> messages = {Start()};
+    for (size_t at = 0; at < c.text.size(); at += 5) {
+      messages.push_back(Text(c.text.substr(at, 5)));
+    }
+    std::optional<v1::MonitorGenerationResponse> stop;
+    const grpc::Status status = Monitor(*stub, messages, &stop);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_TRUE(stop.has_value());
+    EXPECT_EQ(stop->reason(), c.reason);
+    EXPECT_EQ(stop->char_offset(), c.char_offset);
+  }
+  const std::string counted = "rlscore_requests_total{code=\"OK\",method=\"MonitorGeneration\"} 2";
+  const std::string metrics = ScrapeUntil(*server, counted);
+  EXPECT_THAT(metrics,
+              HasSubstr("rlscore_generation_stops_total{reason=\"repetition_tag_loop\"} 1"));
+  EXPECT_THAT(metrics,
+              HasSubstr("rlscore_generation_stops_total{reason=\"repetition_wordless_run\"} 1"));
+}
+
 TEST(ServerMonitorGeneration, TheTokenBudgetStopsAtMaxTokensAndIsCapped) {
   std::unique_ptr<Server> server = StartOrDie(TestOptions());
   ASSERT_NE(server, nullptr);
