@@ -31,7 +31,7 @@ absl::StatusOr<std::optional<scorers::StopVerdict>> MonitorSession::Handle(
       monitor.repetition = reward.repetition.enabled;
       monitor.ngram = reward.repetition.ngram;
       monitor.max_reasoning_tags = reward.repetition.max_reasoning_tags;
-      monitor.max_wordless_bytes = reward.repetition.max_wordless_bytes;
+      monitor.max_run_bytes = reward.repetition.max_run_bytes;
       monitor.max_tokens =
           std::min(start.max_tokens() != 0 ? start.max_tokens() : reward.length.max,
                    options_.limits.max_completion_tokens);
@@ -74,8 +74,8 @@ v1::StopReason ToProto(scorers::StopReason reason) {
       return v1::STOP_REASON_TOKEN_BUDGET;
     case scorers::StopReason::kRepetitionTagLoop:
       return v1::STOP_REASON_REPETITION_TAG_LOOP;
-    case scorers::StopReason::kRepetitionWordlessRun:
-      return v1::STOP_REASON_REPETITION_WORDLESS_RUN;
+    case scorers::StopReason::kRepetitionUnbrokenRun:
+      return v1::STOP_REASON_REPETITION_UNBROKEN_RUN;
   }
   return v1::STOP_REASON_UNSPECIFIED;
 }

@@ -88,7 +88,7 @@ absl::Status Apply(const config::v1::Profile& in, scorers::Profile* p) {
   if (r.has_loop_recurrence_distance()) ngram.recurrence_distance = r.loop_recurrence_distance();
   if (r.has_max_number_run()) ngram.max_number_run = r.max_number_run();
   if (r.has_max_reasoning_tags()) p->repetition.max_reasoning_tags = r.max_reasoning_tags();
-  if (r.has_max_wordless_bytes()) p->repetition.max_wordless_bytes = r.max_wordless_bytes();
+  if (r.has_max_run_bytes()) p->repetition.max_run_bytes = r.max_run_bytes();
   if (r.has_penalty()) p->repetition.penalty = r.penalty();
   if (r.has_smooth_max_penalty()) p->repetition.smooth_max_penalty = r.smooth_max_penalty();
   const config::v1::AstRepetition& a = r.ast();
@@ -237,7 +237,7 @@ void ProfileToProto(const ServiceProfile& profile, config::v1::Profile* out) {
   r->set_loop_recurrence_distance(ngram.recurrence_distance);
   r->set_max_number_run(ngram.max_number_run);
   r->set_max_reasoning_tags(p.repetition.max_reasoning_tags);
-  r->set_max_wordless_bytes(p.repetition.max_wordless_bytes);
+  r->set_max_run_bytes(p.repetition.max_run_bytes);
   r->set_penalty(p.repetition.penalty);
   r->set_smooth_max_penalty(p.repetition.smooth_max_penalty);
   const scorers::ast::AstOptions& ast = p.repetition.ast;

@@ -98,8 +98,8 @@ void FillCompletionResult(const scorers::CompletionScore& s, v1::CompletionResul
       case scorers::RepetitionDetector::kTagLoop:
         r->set_detector(v1::REPETITION_DETECTOR_TAG_LOOP);
         break;
-      case scorers::RepetitionDetector::kWordlessRun:
-        r->set_detector(v1::REPETITION_DETECTOR_WORDLESS_RUN);
+      case scorers::RepetitionDetector::kUnbrokenRun:
+        r->set_detector(v1::REPETITION_DETECTOR_UNBROKEN_RUN);
         break;
       case scorers::RepetitionDetector::kNone:
         break;

@@ -52,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.ngram.max_number_run = (flags & 0x40) != 0 ? 4 : 512;
   options.max_tokens = (flags & 0x80) != 0 ? 64 : 0;
   options.max_reasoning_tags = (flags >> 3) % 4;  // 0: off
-  options.max_wordless_bytes = flags % 3 == 0 ? 0 : 4u << (flags % 3);
+  options.max_run_bytes = flags % 3 == 0 ? 0 : 4u << (flags % 3);
   const std::string_view text = in.Rest();
 
   std::vector<size_t> cuts;
@@ -64,7 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const fuzz::Outcome pieces = fuzz::Watch(text, options, cuts);
   RLSCORE_FUZZ_CHECK(whole.stop.has_value() == pieces.stop.has_value());
   // With a budget, which rule is reported first may depend on the delta sizes; without, the
-  // verdict (n-gram, tag loop or wordless run) must be the same to the byte.
+  // verdict (n-gram, tag loop or unbroken run) must be the same to the byte.
   if (whole.stop && options.max_tokens == 0) {
     RLSCORE_FUZZ_CHECK(pieces.stop->reason == whole.stop->reason);
     RLSCORE_FUZZ_CHECK(pieces.stop->char_offset == whole.stop->char_offset);

@@ -14,7 +14,7 @@ GenerationMonitor::GenerationMonitor(const MonitorOptions& options)
     : options_(options),
       ngram_(options.ngram),
       tags_(options.repetition ? options.max_reasoning_tags : 0),
-      wordless_(options.repetition ? options.max_wordless_bytes : 0) {}
+      runs_(options.repetition ? options.max_run_bytes : 0) {}
 
 uint64_t GenerationMonitor::tokens() const {
   if (mode_ == Mode::kText) return (bytes_ + kBytesPerToken - 1) / kBytesPerToken;
@@ -108,9 +108,9 @@ absl::StatusOr<std::optional<StopVerdict>> GenerationMonitor::PushText(std::stri
       return TextRuleVerdict(StopReason::kRepetitionTagLoop, tags_.report().char_offset,
                              DescribeTagLoop(tags_.report(), options_.max_reasoning_tags));
     }
-    if (wordless_.Push(text[i], bytes_ - 1)) {
-      return TextRuleVerdict(StopReason::kRepetitionWordlessRun, wordless_.report().char_offset,
-                             DescribeWordlessRun(wordless_.report(), options_.max_wordless_bytes));
+    if (runs_.Push(text[i], bytes_ - 1)) {
+      return TextRuleVerdict(StopReason::kRepetitionUnbrokenRun, runs_.report().char_offset,
+                             DescribeUnbrokenRun(runs_.report(), options_.max_run_bytes));
     }
     if (std::optional<StopVerdict> v = Budget()) return v;
   }

@@ -1,6 +1,6 @@
 // Watches one generation while it is produced (README "Stopping generations early") and says STOP
 // as soon as the batch scorer's n-gram repetition rule fires, or on text its tag-loop or
-// wordless-run rule (tag_loop.h, wordless_run.h; token ids cannot show them), or the token budget
+// unbroken-run rule (tag_loop.h, unbroken_run.h; token ids cannot show them), or the token budget
 // is spent, so a
 // looping rollout is cut where ScoreGroups would later report the loop, not at the 16,384-token
 // ceiling.
@@ -30,7 +30,7 @@
 #include "absl/status/statusor.h"
 #include "scorers/ngram_repetition.h"
 #include "scorers/tag_loop.h"
-#include "scorers/wordless_run.h"
+#include "scorers/unbroken_run.h"
 
 namespace rlscore::scorers {
 
@@ -39,8 +39,8 @@ struct MonitorOptions {
   NgramOptions ngram;
   // Text only: the tag-loop rule's limit (RepetitionOptions::max_reasoning_tags); 0: off.
   uint32_t max_reasoning_tags = 4;
-  // Text only: the wordless-run rule's limit (RepetitionOptions::max_wordless_bytes); 0: off.
-  uint32_t max_wordless_bytes = 2048;
+  // Text only: the unbroken-run rule's limit (RepetitionOptions::max_run_bytes); 0: off.
+  uint32_t max_run_bytes = 2048;
   // Stop once this many tokens were generated (text: estimated at four bytes a token).
   // 0: no budget.
   uint32_t max_tokens = 16384;
@@ -51,7 +51,7 @@ enum class StopReason : uint8_t {
   kRepetitionNgram,
   kTokenBudget,
   kRepetitionTagLoop,
-  kRepetitionWordlessRun,
+  kRepetitionUnbrokenRun,
 };
 
 struct StopVerdict {
@@ -84,7 +84,7 @@ class GenerationMonitor {
   absl::Status SetMode(Mode mode);
   std::optional<StopVerdict> Budget();
   std::optional<StopVerdict> NgramVerdict();
-  // The verdict of a rule on the raw text (tag loop, wordless run).
+  // The verdict of a rule on the raw text (tag loop, unbroken run).
   std::optional<StopVerdict> TextRuleVerdict(StopReason reason, size_t char_offset,
                                              std::string_view detail);
   void OnWord(const Word& word);
@@ -100,7 +100,7 @@ class GenerationMonitor {
   std::vector<uint64_t> word_offsets_;
   bool word_fired_ = false;
   TagLoopScanner tags_;
-  WordlessRunScanner wordless_;
+  UnbrokenRunScanner runs_;
 };
 
 }  // namespace rlscore::scorers

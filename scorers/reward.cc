@@ -9,7 +9,7 @@
 #include "common/strings.h"
 #include "scorers/tag_loop.h"
 #include "scorers/tokens.h"
-#include "scorers/wordless_run.h"
+#include "scorers/unbroken_run.h"
 
 namespace rlscore::scorers {
 namespace {
@@ -105,7 +105,7 @@ size_t NgramCompletesAt(std::string_view text, size_t begin, uint32_t words) {
 // Runs the n-gram rule over the whole completion — reasoning, answer section and tags, so that a
 // loop after </think> or without tags is penalised like one inside (and the stream, which cannot
 // know where the reasoning will end, watches the same units) — on token ids when given, else on
-// the normalised words; then the tag-loop and wordless-run rules on the text, and the AST rules
+// the normalised words; then the tag-loop and unbroken-run rules on the text, and the AST rules
 // when none of those fired. Fills the finding and the penalty.
 void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t num_tokens,
                      const RepetitionOptions& options, const Clock* clock, CompletionScore* score) {
@@ -154,11 +154,10 @@ void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t
   }
   // The rules on the raw text. All three are causal: the one whose evidence is complete first in
   // the text fires, as the stream (GenerationMonitor) stops at the first; on token ids, whose
-  // stream cannot see the text, the n-gram rule comes first. Ties (none are possible with the
-  // limits allowed, but the order is stated) go n-gram, tag loop, wordless run, the stream's order
-  // within a byte.
+  // stream cannot see the text, the n-gram rule comes first. Ties go n-gram, tag loop, unbroken
+  // run, the stream's order within a byte.
   const TagLoopReport tags = FindTagLoop(in.text, options.max_reasoning_tags);
-  const WordlessRunReport wordless = FindWordlessRun(in.text, options.max_wordless_bytes);
+  const UnbrokenRunReport run = FindUnbrokenRun(in.text, options.max_run_bytes);
   size_t first_at = SIZE_MAX;  // the byte that completed the evidence of the rule chosen so far
   if (report.fired) {
     first_at = by_token_ids ? 0
@@ -175,15 +174,15 @@ void ScoreRepetition(const CompletionInput& in, const Anatomy& anatomy, uint32_t
     text_finding.occurrences = tags.tags;
     text_finding.detail = DescribeTagLoop(tags, options.max_reasoning_tags);
   }
-  const bool wordless_first = wordless.fired && wordless.char_offset < first_at;
-  if (wordless_first) {
-    text_finding.detector = RepetitionDetector::kWordlessRun;
-    text_finding.char_offset = wordless.char_offset;
-    text_finding.first_char_offset = wordless.first_char_offset;
+  const bool run_first = run.fired && run.char_offset < first_at;
+  if (run_first) {
+    text_finding.detector = RepetitionDetector::kUnbrokenRun;
+    text_finding.char_offset = run.char_offset;
+    text_finding.first_char_offset = run.first_char_offset;
     text_finding.occurrences = 0;
-    text_finding.detail = DescribeWordlessRun(wordless, options.max_wordless_bytes);
+    text_finding.detail = DescribeUnbrokenRun(run, options.max_run_bytes);
   }
-  const bool text_fired = tags_first || wordless_first;
+  const bool text_fired = tags_first || run_first;
   if (text_fired) {
     text_finding.token_offset =
         EstimateTokenOffset(text_finding.char_offset, in.text.size(), num_tokens);

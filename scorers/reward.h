@@ -41,11 +41,11 @@ struct RepetitionOptions {
   RepetitionMode mode = RepetitionMode::kThreshold;
   NgramOptions ngram;  // the loop rule over 8-grams (ngram_repetition.h)
   // The tag-loop rule (tag_loop.h): more than this many reasoning tags, well-formed or not,
-  // fire; 0 turns it off. Causal like the n-gram rule: the earlier of the two to complete fires.
+  // fire; 0 turns it off. Causal like the n-gram rule: the earliest rule to complete fires.
   uint32_t max_reasoning_tags = 4;
-  // The wordless-run rule (wordless_run.h): more than this many bytes in a row of ASCII
-  // punctuation and white space fire; 0 turns it off. Causal too.
-  uint32_t max_wordless_bytes = 2048;
+  // The unbroken-run rule (unbroken_run.h): more than this many ASCII bytes in a row of
+  // punctuation and white space, or of letters and digits, fire; 0 turns it off. Causal too.
+  uint32_t max_run_bytes = 2048;
   // The AST rules (blocks and code clones, docs/REPETITION.md), run on the whole completion when
   // the n-gram rule has not fired: the penalty is applied once whatever fires.
   ast::AstOptions ast;
@@ -108,7 +108,7 @@ enum class RepetitionDetector : uint8_t {
   kAstBlock,
   kAstCodeClone,
   kTagLoop,
-  kWordlessRun,
+  kUnbrokenRun,
 };
 
 struct RepetitionFinding {

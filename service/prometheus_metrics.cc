@@ -234,8 +234,8 @@ PrometheusMetrics::PrometheusMetrics() : registry_(std::make_shared<prometheus::
       &stops.Add({{"reason", "token_budget"}});
   generation_stops_[static_cast<size_t>(scorers::StopReason::kRepetitionTagLoop)] =
       &stops.Add({{"reason", "repetition_tag_loop"}});
-  generation_stops_[static_cast<size_t>(scorers::StopReason::kRepetitionWordlessRun)] =
-      &stops.Add({{"reason", "repetition_wordless_run"}});
+  generation_stops_[static_cast<size_t>(scorers::StopReason::kRepetitionUnbrokenRun)] =
+      &stops.Add({{"reason", "repetition_unbroken_run"}});
   run_level_ = &f.Gauge(F::kRunHealthLevel);
   run_signal_ = &f.Gauge(F::kRunSignal);
   completions_ = &f.Counter(F::kCompletions).Add({});
@@ -258,8 +258,8 @@ PrometheusMetrics::PrometheusMetrics() : registry_(std::make_shared<prometheus::
       &fired.Add({{"detector", "ast_code_clone"}});
   repetition_fired_[static_cast<size_t>(scorers::RepetitionDetector::kTagLoop)] =
       &fired.Add({{"detector", "tag_loop"}});
-  repetition_fired_[static_cast<size_t>(scorers::RepetitionDetector::kWordlessRun)] =
-      &fired.Add({{"detector", "wordless_run"}});
+  repetition_fired_[static_cast<size_t>(scorers::RepetitionDetector::kUnbrokenRun)] =
+      &fired.Add({{"detector", "unbroken_run"}});
   ast_parse_seconds_ = &f.Histogram(F::kAstParseSeconds).Add({}, ParseBuckets());
   ast_parsed_ = &f.Counter(F::kAstParsed).Add({});
   for (auto budget : {scorers::ast::AstBudget::kBytes, scorers::ast::AstBudget::kWork,

@@ -97,29 +97,30 @@ TEST(GenerationMonitor, TextStopsExactlyWhereTheBatchScorerReportsTheLoop) {
   int literal_fired = 0;
   int counting_fired = 0;
   int tags_fired = 0;
-  int wordless_fired = 0;
+  int runs_fired = 0;
   for (int k = 0; k < 600; ++k) {
     // Loops in the reasoning, in the answer section, or counting runs; text before <think>, a
     // pre-filled <think>, or no tags at all; both n-gram rules, and a number-run limit that the
     // counting answers cross; reasoning tags in the text, with the tag-loop rule's limit at 1
     // or 3 or off, so that it fires before, after and among the n-gram rule's firings.
-    // Every eighth case has a run of punctuation and white space of 20 to 80 bytes, under a
-    // wordless-run limit of 48.
+    // Every eighth case has a run of 20 to 80 bytes, of punctuation and white space or of
+    // letters and digits, under an unbroken-run limit of 48.
     const bool prefilled = k % 4 == 0;
-    std::string wordless;
+    std::string run;
     if (k % 8 == 3) {
-      for (size_t i = 20 + rng() % 60; i > 0; --i) wordless += "!.) \n=\\"[rng() % 7];
+      const char* pool = k % 16 == 3 ? "!.) \n=\\" : "a3Zx9q0";
+      for (size_t i = 20 + rng() % 60; i > 0; --i) run += pool[rng() % 7];
     }
     const std::string text =
         absl::StrCat(prefilled ? "" : (k % 3 == 0 ? "Sure. <think>" : "<think>"),
-                     Reasoning(rng, k % 2 == 0, k % 6 < 3 ? static_cast<int>(k % 11) : 0), wordless,
+                     Reasoning(rng, k % 2 == 0, k % 6 < 3 ? static_cast<int>(k % 11) : 0), run,
                      k % 5 == 0 ? "" : "</think>", Answer(rng, k % 3));
     Profile profile = NgramOnly();
     profile.tags.think_prefilled = prefilled;
     profile.repetition.ngram.rule = k % 7 == 0 ? NgramRule::kLiteral : NgramRule::kLoop;
     profile.repetition.ngram.max_number_run = k % 2 == 0 ? 512 : 24;
     profile.repetition.max_reasoning_tags = k % 13 == 0 ? 0 : (k % 4 == 1 ? 1 : 3);
-    profile.repetition.max_wordless_bytes = k % 8 == 3 ? 48 : 2048;
+    profile.repetition.max_run_bytes = k % 8 == 3 ? 48 : 2048;
     CompletionInput in;
     in.text = text;
     in.num_tokens = 1000;
@@ -128,7 +129,7 @@ TEST(GenerationMonitor, TextStopsExactlyWhereTheBatchScorerReportsTheLoop) {
     MonitorOptions options;
     options.ngram = profile.repetition.ngram;
     options.max_reasoning_tags = profile.repetition.max_reasoning_tags;
-    options.max_wordless_bytes = profile.repetition.max_wordless_bytes;
+    options.max_run_bytes = profile.repetition.max_run_bytes;
     options.max_tokens = 0;
     GenerationMonitor monitor(options);
     std::optional<StopVerdict> stop;
@@ -151,10 +152,10 @@ TEST(GenerationMonitor, TextStopsExactlyWhereTheBatchScorerReportsTheLoop) {
     literal_fired += profile.repetition.ngram.rule == NgramRule::kLiteral;
     counting_fired += absl::StrContains(stop->detail, "number words in a row");
     tags_fired += detector == RepetitionDetector::kTagLoop;
-    wordless_fired += detector == RepetitionDetector::kWordlessRun;
+    runs_fired += detector == RepetitionDetector::kUnbrokenRun;
     EXPECT_EQ(stop->reason,
               detector == RepetitionDetector::kTagLoop       ? StopReason::kRepetitionTagLoop
-              : detector == RepetitionDetector::kWordlessRun ? StopReason::kRepetitionWordlessRun
+              : detector == RepetitionDetector::kUnbrokenRun ? StopReason::kRepetitionUnbrokenRun
                                                              : StopReason::kRepetitionNgram);
     EXPECT_EQ(stop->char_offset, batch.repetition_finding.char_offset);
     // The stream says what the batch scorer says (less the token estimate's wording).
@@ -167,7 +168,7 @@ TEST(GenerationMonitor, TextStopsExactlyWhereTheBatchScorerReportsTheLoop) {
   EXPECT_GT(literal_fired, 20);
   EXPECT_GT(counting_fired, 20);
   EXPECT_GT(tags_fired, 20);
-  EXPECT_GT(wordless_fired, 10);
+  EXPECT_GT(runs_fired, 10);
 }
 
 TEST(GenerationMonitor, TokenIdsStopExactlyWhereTheBatchScorerReportsTheLoop) {

@@ -338,16 +338,16 @@ TEST(Reward, ReenteringTheReasoningFiresTheTagLoop) {
 }
 
 // A degenerate generation with no words: the word rules cannot see it.
-TEST(Reward, PunctuationWithoutEndFiresTheWordlessRun) {
+TEST(Reward, PunctuationWithoutEndFiresTheUnbrokenRun) {
   const std::string text = "<think>Let me compute the sum" + std::string(5000, '!');
   const CompletionScore s = ScoreOne(In(text), Profile{});
   const RepetitionFinding& f = s.repetition_finding;
-  EXPECT_EQ(f.detector, RepetitionDetector::kWordlessRun) << f.detail;
+  EXPECT_EQ(f.detector, RepetitionDetector::kUnbrokenRun) << f.detail;
   EXPECT_EQ(f.first_char_offset, text.find('!'));
   EXPECT_EQ(f.char_offset, text.find('!') + 2048);
   EXPECT_EQ(s.repetition, -0.5);
   Profile off;
-  off.repetition.max_wordless_bytes = 0;
+  off.repetition.max_run_bytes = 0;
   EXPECT_EQ(ScoreOne(In(text), off).repetition_finding.detector, RepetitionDetector::kNone);
   // Token ids see it as a loop of their own: the n-gram rule on them comes first.
   const std::vector<uint32_t> ids(1200, 0);
@@ -620,8 +620,8 @@ TEST(Reward, TokensEstimatedWithoutACount) {
   std::string long_text = "<think>x";
   long_text.append(65536, ' ');
   long_text.append("</think> \\boxed{42}");
-  Profile length_only;  // 64 KiB of spaces is a wordless run too; this checks the length alone
-  length_only.repetition.max_wordless_bytes = 0;
+  Profile length_only;  // 64 KiB of spaces is an unbroken run too; this checks the length alone
+  length_only.repetition.max_run_bytes = 0;
   const CompletionScore s = ScoreOne(In(long_text, std::nullopt), length_only);
   EXPECT_TRUE(s.tokens_estimated);
   EXPECT_EQ(s.num_tokens, EstimateTokens(long_text));

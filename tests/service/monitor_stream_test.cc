@@ -103,7 +103,7 @@ TEST(ServerMonitorGeneration, TextRulesStopTheStreamAndAreCounted) {
     size_t char_offset;
   } cases[] = {
       {reentering, v1::STOP_REASON_REPETITION_TAG_LOOP, reentering.find("<THINK>")},
-      {symbols, v1::STOP_REASON_REPETITION_WORDLESS_RUN, symbols.find('!') + 2048},
+      {symbols, v1::STOP_REASON_REPETITION_UNBROKEN_RUN, symbols.find('!') + 2048},
   };
   for (const auto& c : cases) {
     std::vector<v1::MonitorGenerationRequest> messages = {Start()};
@@ -122,7 +122,7 @@ TEST(ServerMonitorGeneration, TextRulesStopTheStreamAndAreCounted) {
   EXPECT_THAT(metrics,
               HasSubstr("rlscore_generation_stops_total{reason=\"repetition_tag_loop\"} 1"));
   EXPECT_THAT(metrics,
-              HasSubstr("rlscore_generation_stops_total{reason=\"repetition_wordless_run\"} 1"));
+              HasSubstr("rlscore_generation_stops_total{reason=\"repetition_unbroken_run\"} 1"));
 }
 
 TEST(ServerMonitorGeneration, TheTokenBudgetStopsAtMaxTokensAndIsCapped) {

@@ -79,8 +79,8 @@ std::string_view RuleName(RepetitionDetector d) {
       return "code_clone";
     case RepetitionDetector::kTagLoop:
       return "tag_loop";
-    case RepetitionDetector::kWordlessRun:
-      return "wordless_run";
+    case RepetitionDetector::kUnbrokenRun:
+      return "unbroken_run";
   }
   return "?";
 }
