@@ -1,11 +1,10 @@
 // Watches one generation while it is produced (README "Stopping generations early") and says STOP
 // as soon as the batch scorer's n-gram repetition rule fires, or on text its tag-loop or
 // unbroken-run rule (tag_loop.h, unbroken_run.h; token ids cannot show them), or the token budget
-// is spent, so a
-// looping rollout is cut where ScoreGroups would later report the loop, not at the 16,384-token
-// ceiling.
+// is spent, so a looping rollout is cut where ScoreGroups would later report the loop, not at the
+// 16,384-token ceiling.
 //
-// The same rule on the same units as the batch scorer (reward.cc), over the whole generation —
+// The same rules on the same units as the batch scorer (reward.cc), over the whole generation —
 // reasoning, answer section and tags alike, so a loop after "</think>" is stopped too: token ids,
 // or the normalised words of the text, hashed exactly as NormalizedWords does whatever the
 // deltas' boundaries. For token ids the stop's token offset is exact; for text its character
@@ -35,12 +34,12 @@
 namespace rlscore::scorers {
 
 struct MonitorOptions {
-  bool repetition = true;  // the n-gram rule on or off
+  bool repetition = true;  // the repetition rules on or off
   NgramOptions ngram;
   // Text only: the tag-loop rule's limit (RepetitionOptions::max_reasoning_tags); 0: off.
-  uint32_t max_reasoning_tags = 4;
+  uint32_t max_reasoning_tags = kDefaultMaxReasoningTags;
   // Text only: the unbroken-run rule's limit (RepetitionOptions::max_run_bytes); 0: off.
-  uint32_t max_run_bytes = 2048;
+  uint32_t max_run_bytes = kDefaultMaxRunBytes;
   // Stop once this many tokens were generated (text: estimated at four bytes a token).
   // 0: no budget.
   uint32_t max_tokens = 16384;

@@ -27,6 +27,8 @@
 #include "scorers/format.h"
 #include "scorers/length.h"
 #include "scorers/ngram_repetition.h"
+#include "scorers/tag_loop.h"
+#include "scorers/unbroken_run.h"
 
 namespace rlscore::scorers {
 
@@ -42,12 +44,12 @@ struct RepetitionOptions {
   NgramOptions ngram;  // the loop rule over 8-grams (ngram_repetition.h)
   // The tag-loop rule (tag_loop.h): more than this many reasoning tags, well-formed or not,
   // fire; 0 turns it off. Causal like the n-gram rule: the earliest rule to complete fires.
-  uint32_t max_reasoning_tags = 4;
+  uint32_t max_reasoning_tags = kDefaultMaxReasoningTags;
   // The unbroken-run rule (unbroken_run.h): more than this many ASCII bytes in a row of
   // punctuation and white space, or of letters and digits, fire; 0 turns it off. Causal too.
-  uint32_t max_run_bytes = 2048;
+  uint32_t max_run_bytes = kDefaultMaxRunBytes;
   // The AST rules (blocks and code clones, docs/REPETITION.md), run on the whole completion when
-  // the n-gram rule has not fired: the penalty is applied once whatever fires.
+  // none of the rules above has fired: the penalty is applied once whatever fires.
   ast::AstOptions ast;
   double penalty = -0.5;
   double smooth_max_penalty = -1.0;

@@ -25,6 +25,9 @@
 
 namespace rlscore::scorers {
 
+// The default profile's limit: two whole reasoning sections pass, a third fires.
+inline constexpr uint32_t kDefaultMaxReasoningTags = 4;
+
 struct TagLoopReport {
   bool fired = false;
   size_t char_offset = 0;        // the '<' of the tag that fired (the (max_tags + 1)th)

@@ -20,6 +20,9 @@
 
 namespace rlscore::scorers {
 
+// The default profile's limit.
+inline constexpr uint32_t kDefaultMaxRunBytes = 2048;
+
 struct UnbrokenRunReport {
   bool fired = false;
   size_t char_offset = 0;        // the byte that made the run longer than the limit

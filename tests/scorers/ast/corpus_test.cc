@@ -1,10 +1,10 @@
-// The repetition corpora (docs/REPETITION.md "Corpora"), scored through the whole reward (n-gram,
-// tag-loop and AST rules with the default profile):
+// The repetition corpora (docs/REPETITION.md "Corpora"), scored through the whole reward (every
+// repetition rule, with the default profile):
 //   corpus/clean/    realistic long solutions — prose, LaTeX, lists, tables, code in the parsed
 //                    languages and others — that must fire nothing;
 //   corpus/looping/  degenerate completions of collapsing models, each of which must fire, and
-//                    fire the rule EXPECTED.txt names first (ngram, tag_loop, block or
-//                    code_clone).
+//                    fire the rule EXPECTED.txt names first (ngram, tag_loop, unbroken_run,
+//                    block or code_clone).
 // A table of what each file cost (parsed or screened out) is printed for the reader.
 #include <algorithm>
 #include <cstdio>
