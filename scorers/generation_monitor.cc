@@ -91,7 +91,7 @@ absl::StatusOr<std::optional<StopVerdict>> GenerationMonitor::PushTokens(
 void GenerationMonitor::OnWord(const Word& word) {
   if (word_fired_) return;
   word_offsets_.push_back(word.offset);
-  word_fired_ = ngram_.Push(word.hash, word.number);
+  word_fired_ = ngram_.PushWord(word);
 }
 
 absl::StatusOr<std::optional<StopVerdict>> GenerationMonitor::PushText(std::string_view text) {

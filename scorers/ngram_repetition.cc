@@ -35,6 +35,14 @@ using ngram_internal::Mix;
 // Odd base of the rolling hash (the golden-ratio constant); arithmetic is mod 2^64.
 constexpr uint64_t kBase = 0x9e3779b97f4a7c15ULL;
 
+// The loop rule keeps near chains (NgramStream::RecursNearby) while recurrence_distance is below
+// this: up to 768 KiB. A longer reach counts from the first token instead.
+constexpr uint32_t kMaxNearDistance = uint32_t{1} << 15;
+// Buckets of the near chains per start within reach: chains of other windows stay short.
+constexpr size_t kNearBucketsPerStart = 4;
+
+uint32_t MixedTop(uint64_t hash) { return static_cast<uint32_t>(Mix(hash) >> 32); }
+
 }  // namespace
 
 NgramStream::NgramStream(const NgramOptions& options) : NgramStream(options, Storage{}) {}
@@ -43,11 +51,22 @@ NgramStream::NgramStream(const NgramOptions& options, Storage storage)
     : options_(options),
       tokens_(std::move(storage.tokens)),
       slots_(std::move(storage.slots)),
-      recent_(std::move(storage.recent)) {
+      recent_(std::move(storage.recent)),
+      near_head_(std::move(storage.near_head)),
+      near_ring_(std::move(storage.near_ring)) {
   for (uint32_t i = 1; i < options_.n; ++i) top_ *= kBase;
   tokens_.clear();
-  Grow(16);
-  if (options_.rule == NgramRule::kLoop) {
+  const bool loop = options_.rule == NgramRule::kLoop;
+  counting_ = !loop || options_.recurrence_distance >= kMaxNearDistance;
+  if (counting_) {
+    Grow(16);
+  } else {
+    // The ring holds the start being added and the recurrence_distance before it.
+    const size_t reach = size_t{options_.recurrence_distance} + 1;
+    near_head_.assign(std::bit_ceil(kNearBucketsPerStart * reach), kNoStart);
+    near_ring_.resize(2 * std::bit_ceil(reach));  // read only where written
+  }
+  if (loop) {
     recent_.assign(std::max<uint32_t>(1, options_.window), 0);
   } else {
     recent_.clear();
@@ -56,11 +75,14 @@ NgramStream::NgramStream(const NgramOptions& options, Storage storage)
 
 NgramStream::Storage NgramStream::Release() && {
   tokens_.clear();
-  return Storage{std::move(tokens_), std::move(slots_), std::move(recent_)};
+  return Storage{std::move(tokens_), std::move(slots_), std::move(recent_), std::move(near_head_),
+                 std::move(near_ring_)};
 }
 
 void NgramStream::Reserve(size_t tokens) {
   tokens_.reserve(tokens);
+  reserved_ = tokens;
+  if (!counting_) return;  // CountFrom sizes the table
   // Load factor at most 1/2 keeps linear probing short.
   const size_t capacity = std::bit_ceil(std::max<size_t>(16, 2 * tokens));
   if (capacity > slots_.size()) Grow(capacity);
@@ -68,7 +90,7 @@ void NgramStream::Reserve(size_t tokens) {
 
 size_t NgramStream::MemoryBytes() const {
   return tokens_.capacity() * sizeof(uint64_t) + slots_.capacity() * sizeof(Slot) +
-         recent_.capacity();
+         recent_.capacity() + (near_head_.capacity() + near_ring_.capacity()) * sizeof(uint32_t);
 }
 
 void NgramStream::Grow(size_t capacity) {
@@ -99,7 +121,7 @@ bool NgramStream::SameWindow(size_t a, size_t b) const {
 // sequence, so collisions are never counted as repetitions.
 NgramStream::Slot& NgramStream::Add(size_t start, uint64_t hash) {
   if (2 * (distinct_ + 1) > slots_.size()) Grow(2 * slots_.size());
-  const auto mixed = static_cast<uint32_t>(Mix(hash) >> 32);
+  const uint32_t mixed = MixedTop(hash);
   const size_t mask = slots_.size() - 1;
   for (size_t i = mixed & mask;; i = (i + 1) & mask) {
     Slot& slot = slots_[i];
@@ -112,7 +134,41 @@ NgramStream::Slot& NgramStream::Add(size_t start, uint64_t hash) {
   }
 }
 
-void NgramStream::Recurring(bool recurs) {
+[[gnu::always_inline]] inline bool NgramStream::RecursNearby(size_t start, uint64_t hash) {
+  // The rolling hash needs no mixing here: its low bits are those of a sum of mixed tokens.
+  // The bucket comes from the low bits, the tag from the high ones.
+  const auto mixed = static_cast<uint32_t>(hash >> 32);
+  const size_t ring = near_ring_.size() / 2 - 1;
+  const size_t distance = options_.recurrence_distance;
+  uint32_t& head = near_head_[hash & (near_head_.size() - 1)];
+  const uint32_t latest = head;
+  near_ring_[2 * (start & ring)] = mixed;
+  near_ring_[2 * (start & ring) + 1] = latest;
+  head = static_cast<uint32_t>(start);
+  // Starts within reach, latest first; kNoStart is out of reach. A start's ring words were
+  // written when it was added and not since: the ring is longer than the reach.
+  for (size_t at = latest; start - at <= distance; at = near_ring_[2 * (at & ring) + 1]) {
+    if (near_ring_[2 * (at & ring)] == mixed && SameWindow(at, start)) return true;
+  }
+  return false;
+}
+
+void NgramStream::CountFrom(size_t end) {
+  counting_ = true;
+  Grow(std::bit_ceil(std::max<size_t>(16, 2 * std::max(reserved_, tokens_.size()))));
+  const size_t n = options_.n;
+  uint64_t hash = 0;
+  for (size_t i = 0; i < n; ++i) hash = hash * kBase + tokens_[i];
+  // The rolling hash of every window as Push computed it.
+  for (size_t start = 0; start < end; ++start) {
+    if (start > 0) hash = (hash - tokens_[start - 1] * top_) * kBase + tokens_[start - 1 + n];
+    Slot& slot = Add(start, hash);
+    ++slot.count;
+    slot.last = static_cast<uint32_t>(start);
+  }
+}
+
+[[gnu::always_inline]] inline void NgramStream::Recurring(bool recurs) {
   const size_t window = recent_.size();
   uint8_t& slot = recent_[ring_];
   if (++ring_ == window) ring_ = 0;  // not `positions_ % window`: a division per token
@@ -135,16 +191,18 @@ bool NgramStream::Fire(size_t token_offset, size_t first, uint32_t occurrences) 
   return true;
 }
 
-// hash = Σ Mix(t[start + i]) · kBase^(n - 1 - i) mod 2^64 over the window, rolled in O(1).
-bool NgramStream::Push(uint64_t token, bool number) {
+bool NgramStream::Push(uint64_t token, bool number) { return PushMixed(Mix(token), number); }
+
+// hash = Σ m[start + i] · kBase^(n - 1 - i) mod 2^64 over the window of mixed tokens m, rolled in
+// O(1).
+bool NgramStream::PushMixed(uint64_t mixed, bool number) {
   const size_t n = options_.n;
   // Window starts are kept in 32 bits: a generation of 2^32 tokens stops being checked.
   if (report_.fired || n == 0 || tokens_.size() >= std::numeric_limits<uint32_t>::max()) {
     return false;
   }
-  // Kept mixed: the window leaving the hash needs Mix() of its first token again, and Mix is a
+  // Kept mixed: the window leaving the hash needs its first token mixed again, and mixing is a
   // bijection, so comparing mixed tokens compares the tokens.
-  const uint64_t mixed = Mix(token);
   tokens_.push_back(mixed);
   const size_t count = tokens_.size();
   const bool loop = options_.rule == NgramRule::kLoop;
@@ -160,11 +218,21 @@ bool NgramStream::Push(uint64_t token, bool number) {
     hash_ = (hash_ - tokens_[count - 1 - n] * top_) * kBase + mixed;
   }
   const size_t start = count - n;
+  bool recorded = false;  // whether Recurring() has taken this position
+  if (!counting_) {
+    Recurring(RecursNearby(start, hash_));
+    // Whether RecurringPercent() >= min_recurring_percent, without its division: before this,
+    // no position could fire, so nothing needed counting.
+    const size_t span = std::min(positions_, recent_.size());
+    if (recurring_ * 100 < size_t{options_.min_recurring_percent} * span) return false;
+    CountFrom(start);
+    recorded = true;
+  }
   Slot& slot = Add(start, hash_);
   const bool recurs = slot.count > 0 && start - slot.last <= options_.recurrence_distance;
   ++slot.count;
   slot.last = static_cast<uint32_t>(start);
-  if (loop) Recurring(recurs);
+  if (loop && !recorded) Recurring(recurs);
   if (slot.count <= options_.max_occurrences) return false;
   // The share is divided out only for an n-gram past its threshold, not for every token.
   const uint32_t percent = loop ? RecurringPercent() : 0;
@@ -206,7 +274,7 @@ NgramReport FindRepeatedWords(std::span<const Word> words, const NgramOptions& o
   NgramStream stream = ThreadStream(options);
   stream.Reserve(words.size());
   for (const Word& word : words) {
-    if (stream.Push(word.hash, word.number)) break;
+    if (stream.PushWord(word)) break;
   }
   const NgramReport report = stream.report();
   KeepStorage(std::move(stream));
@@ -314,7 +382,7 @@ TextNgramReport FindRepeatedWordsInText(std::string_view text, const NgramOption
   // the table doubles as a long clean text needs.
   stream.Reserve(std::min(text.size(), 4 * kPiece) / 4);
   WordSplitter splitter;
-  const auto push = [&stream](const Word& w) { stream.Push(w.hash, w.number); };
+  const auto push = [&stream](const Word& w) { stream.PushWord(w); };
   for (size_t at = 0; at < text.size() && !stream.fired(); at += kPiece) {
     splitter.Feed(text.substr(at, kPiece), push);
   }

@@ -17,6 +17,13 @@
 // the stream below stops exactly where the batch scan reports. O(1) amortised work per token
 // (each hash match is confirmed by comparing n tokens), O(length) memory.
 //
+// The loop rule can fire only where the recurring share has reached its minimum, and whether a
+// position recurs depends on the last `recurrence_distance` positions alone. So until the share
+// first reaches the minimum (in honest text, rarely), the stream keeps only those positions'
+// n-grams, in hash chains of a few KiB that stay in the L1 cache; there it counts every n-gram
+// from the start of the text and goes on counting. The counts are the same as if it had counted
+// all along.
+//
 //   std::vector<Word> words = NormalizedWords(text);
 //   NgramReport r = FindRepeatedWords(words, NgramOptions{});
 //   if (r.fired) char_offset = words[r.token_offset].offset;
@@ -101,7 +108,17 @@ struct NgramReport {
 // NgramStream fed every token: the two never disagree.)
 NgramReport FindRepeatedNgram(std::span<const uint64_t> tokens, const NgramOptions& options);
 
-struct Word;
+// A normalised word: ASCII letters folded to lower case; runs of letters, digits and non-ASCII
+// bytes are words; everything else separates words and is dropped. Scripts written without
+// spaces are split as their readers split them: each Chinese or Japanese character (CJK
+// ideographs, kana) is a word of its own, and CJK, fullwidth and general punctuation ("，", "。",
+// "“", "—") separates words, so a loop of a Chinese sentence is a loop of 8-grams too.
+struct Word {
+  uint64_t hash;  // of the normalised word
+  size_t offset;  // byte offset of its first character, plus the base offset given
+  bool number;    // ASCII digits only
+};
+
 // The same over normalised words, with their number flags.
 NgramReport FindRepeatedWords(std::span<const Word> words, const NgramOptions& options);
 
@@ -115,8 +132,8 @@ std::string DescribeNgramFiring(const NgramReport& report, const NgramOptions& o
 // The same rule fed one token at a time, for a generation that is still being produced
 // (MonitorGeneration): after each Push, report() is exactly what FindRepeatedNgram returns for
 // the tokens pushed so far. O(1) amortised work per token; memory grows with the tokens pushed
-// (50-80 bytes each: the tokens and a hash table at most half full), so a caller bounds it by
-// bounding the tokens.
+// (8 bytes each, and 50-80 once the rule counts: the tokens and a hash table at most half full),
+// so a caller bounds it by bounding the tokens.
 //
 //   NgramStream stream(NgramOptions{});
 //   for (uint64_t token : generated) {
@@ -143,12 +160,20 @@ class NgramStream {
   // Adds the next token (`number`: it is a number word). Returns true when this token makes the
   // rule fire; once fired, later tokens are ignored and the report stays that of the first firing.
   bool Push(uint64_t token, bool number = false);
+  // Push for the next word of a text (NormalizedWords, WordSplitter): the same rule, with the
+  // word's hash taken as it is, since it is mixed already. A stream takes words or tokens, never
+  // both.
+  bool PushWord(const Word& word) { return PushMixed(word.hash, word.number); }
 
   bool fired() const { return report_.fired; }
   const NgramReport& report() const { return report_; }
   size_t tokens() const { return tokens_.size(); }
-  // Distinct n-token windows seen so far.
+  // Distinct n-token windows counted so far: every window under the literal rule; under the loop
+  // rule only once it counts (see the top of this file), 0 before.
   size_t distinct() const { return distinct_; }
+  // Whether the n-grams are counted: the literal rule always; the loop rule from the first
+  // position where the recurring share reaches its minimum.
+  bool counting() const { return counting_; }
   size_t MemoryBytes() const;
 
  private:
@@ -161,18 +186,28 @@ class NgramStream {
     uint32_t last;   // start of its latest occurrence
     uint32_t count;  // 0: empty
   };
+  static constexpr uint32_t kNoStart = ~uint32_t{0};
 
  public:
   struct Storage {
     std::vector<uint64_t> tokens;
     std::vector<Slot> slots;
     std::vector<uint8_t> recent;
+    std::vector<uint32_t> near_head;
+    std::vector<uint32_t> near_ring;
   };
 
  private:
+  // Push of a token already mixed (a bijection of the token, with full avalanche).
+  bool PushMixed(uint64_t mixed, bool number);
   Slot& Add(size_t start, uint64_t hash);
   void Grow(size_t capacity);
   bool SameWindow(size_t a, size_t b) const;
+  // Before counting: whether the window at `start` (rolling hash `hash`) occurred within
+  // recurrence_distance positions before it. Adds it to the near chains.
+  bool RecursNearby(size_t start, uint64_t hash);
+  // Starts counting: counts the windows that start before `end`, as if counted all along.
+  void CountFrom(size_t end);
   // The loop rule's window: records whether the position just added recurs.
   void Recurring(bool recurs);
   // The share of the window's positions that recur, in percent.
@@ -182,27 +217,26 @@ class NgramStream {
   NgramOptions options_;
   uint64_t top_ = 1;  // kBase^(n - 1)
   uint64_t hash_ = 0;
-  std::vector<uint64_t> tokens_;  // Mix() of each token pushed
+  std::vector<uint64_t> tokens_;  // each token pushed, mixed
   std::vector<Slot> slots_;
   size_t distinct_ = 0;
+  bool counting_ = true;
+  size_t reserved_ = 0;  // the last Reserve() hint, for the table once counting starts
   // Loop rule: whether each of the last `window` positions recurs (a ring), and how many do.
   std::vector<uint8_t> recent_;
   size_t ring_ = 0;  // where the next position goes in recent_
   size_t positions_ = 0;
   size_t recurring_ = 0;
   size_t number_run_ = 0;
+  // Before the loop rule counts, the windows of the last positions in hash chains, as LZ77
+  // compressors keep them: near_head_[bucket] is the latest start whose window falls in the
+  // bucket (kNoStart: none), and near_ring_ holds two words per start (a ring indexed by start,
+  // of a power of two > recurrence_distance): the top half of the window's hash and the previous
+  // start of the same bucket. A chain is followed only while it stays within reach, so nothing is
+  // deleted.
+  std::vector<uint32_t> near_head_;
+  std::vector<uint32_t> near_ring_;
   NgramReport report_;
-};
-
-// A normalised word: ASCII letters folded to lower case; runs of letters, digits and non-ASCII
-// bytes are words; everything else separates words and is dropped. Scripts written without
-// spaces are split as their readers split them: each Chinese or Japanese character (CJK
-// ideographs, kana) is a word of its own, and CJK, fullwidth and general punctuation ("，", "。",
-// "“", "—") separates words, so a loop of a Chinese sentence is a loop of 8-grams too.
-struct Word {
-  uint64_t hash;  // of the normalised word
-  size_t offset;  // byte offset of its first character, plus the base offset given
-  bool number;    // ASCII digits only
 };
 
 std::vector<Word> NormalizedWords(std::string_view text, size_t base_offset = 0);

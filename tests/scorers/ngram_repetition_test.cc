@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -654,13 +656,24 @@ TEST(NgramStream, IgnoresTokensAfterFiringAndBoundsItsMemory) {
   EXPECT_EQ(stream.report().token_offset, first.token_offset);
   EXPECT_EQ(stream.tokens(), 11u);
 
+  // The literal rule counts every window. Per token at most 16 bytes of token storage (the vector
+  // doubles) and four 16-byte slots (the table doubles at load 1/2, so it is at least a quarter
+  // full).
+  NgramStream counted(Literal(8, 3));
+  for (uint64_t i = 0; i < 100000; ++i) counted.Push(i);
+  EXPECT_FALSE(counted.fired());
+  EXPECT_TRUE(counted.counting());
+  EXPECT_EQ(counted.distinct(), 100000u - 7u);
+  EXPECT_LE(counted.MemoryBytes(), 100000u * (16 + 4 * 16));
+
+  // The loop rule on text that never recurs keeps only the near table: the tokens and a fixed
+  // 12 KiB.
   NgramStream fresh(NgramOptions{});
   for (uint64_t i = 0; i < 100000; ++i) fresh.Push(i);
   EXPECT_FALSE(fresh.fired());
-  EXPECT_EQ(fresh.distinct(), 100000u - 7u);
-  // Per token at most 16 bytes of token storage (the vector doubles) and four 16-byte slots (the
-  // table doubles at load 1/2, so it is at least a quarter full).
-  EXPECT_LE(fresh.MemoryBytes(), 100000u * (16 + 4 * 16));
+  EXPECT_FALSE(fresh.counting());
+  EXPECT_EQ(fresh.distinct(), 0u);
+  EXPECT_LE(fresh.MemoryBytes(), 100000u * 16 + 16384);
 }
 
 // Pieces cut anywhere, inside a three-byte character too (the splitter holds one across pieces):
@@ -780,6 +793,91 @@ TEST(WordSplitter, BlocksGiveTheBytewiseWords) {
 
 // A stream built on another's released memory (what the batch scans do on each thread) reports
 // what a fresh one does, whatever the previous stream held: its table, tokens and window.
+// The loop rule as stated, with an ordered map of every n-gram seen (no hashing, no near table):
+// O(L log L), so it reaches the lengths and distances of real completions that the brute force
+// above cannot.
+NgramReport MapLoop(const std::vector<uint64_t>& t, const NgramOptions& o) {
+  struct Seen {
+    uint32_t count = 0;
+    size_t first = 0;
+    size_t last = 0;
+  };
+  std::map<std::vector<uint64_t>, Seen> seen;
+  std::vector<bool> recurs;
+  NgramReport r;
+  for (size_t j = 0; j + o.n <= t.size(); ++j) {
+    Seen& s = seen[std::vector<uint64_t>(t.begin() + static_cast<std::ptrdiff_t>(j),
+                                         t.begin() + static_cast<std::ptrdiff_t>(j + o.n))];
+    recurs.push_back(s.count > 0 && j - s.last <= o.recurrence_distance);
+    if (s.count++ == 0) s.first = j;
+    s.last = j;
+    if (s.count <= o.max_occurrences) continue;
+    const size_t span = std::min<size_t>(j + 1, o.window);
+    const size_t recurring = static_cast<size_t>(
+        std::count(recurs.end() - static_cast<std::ptrdiff_t>(span), recurs.end(), true));
+    if (recurring * 100 / span < o.min_recurring_percent) continue;
+    r.fired = true;
+    r.token_offset = j;
+    r.first_token_offset = s.first;
+    r.occurrences = s.count;
+    r.recurring_percent = static_cast<uint32_t>(recurring * 100 / span);
+    return r;
+  }
+  return r;
+}
+
+// Long sequences whose recurrences come and go (phrases reused at every distance, then loops), so
+// that the stream starts counting at every kind of point, or never: the reports are the rule's.
+TEST(NgramStream, StartingToCountLateGivesTheRulesReport) {
+  std::mt19937_64 rng(20261205);
+  int counted = 0, not_counted = 0, fired = 0;
+  for (int k = 0; k < 240; ++k) {
+    NgramOptions o;
+    o.n = static_cast<uint32_t>(1 + rng() % 10);
+    o.max_occurrences = static_cast<uint32_t>(k % 3 == 0 ? 20 + rng() % 20 : rng() % 5);
+    o.window = static_cast<uint32_t>(1 + rng() % 250);
+    o.min_recurring_percent = static_cast<uint32_t>(rng() % 101);
+    o.recurrence_distance = static_cast<uint32_t>(k % 4 == 0 ? 1 + rng() % 8 : 1 + rng() % 600);
+    // Fresh words, and phrases copied from anywhere before (reuse), now and then a loop.
+    std::vector<uint64_t> t;
+    const size_t length = 200 + rng() % 3000;
+    while (t.size() < length) {
+      const uint64_t pick = rng() % (k % 2 == 0 ? 9 : 10);  // even cases: no loops
+      if (pick < 6 || t.size() < 20) {
+        for (uint64_t i = rng() % 20; i > 0; --i) t.push_back(1000 + rng() % 100000);
+      } else if (pick < 9) {
+        const size_t from = rng() % t.size();
+        const size_t copy = std::min<size_t>(1 + rng() % 30, t.size() - from);
+        for (size_t i = 0; i < copy; ++i) t.push_back(t[from + i]);
+      } else {
+        const size_t period = 1 + rng() % 60;
+        const size_t base = t.size() - std::min(period, t.size());
+        for (size_t i = 0, reps = period * (1 + rng() % 8); i < reps; ++i) {
+          t.push_back(t[base + i % period]);
+        }
+      }
+    }
+    SCOPED_TRACE(absl::StrCat("case ", k, " n=", o.n, " max=", o.max_occurrences,
+                              " window=", o.window, " percent=", o.min_recurring_percent,
+                              " distance=", o.recurrence_distance, " length=", t.size()));
+    const NgramReport want = MapLoop(t, o);
+    NgramStream stream(o);
+    for (const uint64_t x : t) {
+      if (stream.Push(x)) break;
+    }
+    ExpectSameReport(stream.report(), want);
+    ExpectSameReport(FindRepeatedNgram(t, o), want);
+    (stream.counting() ? counted : not_counted) += 1;
+    fired += want.fired ? 1 : 0;
+  }
+  std::printf("never counted %d, counted without firing %d, fired %d\n", not_counted,
+              counted - fired, fired);
+  // Every path was taken: never counting, counting without firing, and firing.
+  EXPECT_GT(not_counted, 10);
+  EXPECT_GT(counted - fired, 10);
+  EXPECT_GT(fired, 10);
+}
+
 TEST(NgramStream, ReusedStorageStartsEmpty) {
   std::mt19937_64 rng(9);
   NgramStream::Storage storage;
