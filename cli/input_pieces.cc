@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -41,7 +42,19 @@ class Cutter {
   void Emit(std::string_view text, const std::shared_ptr<const void>& owner) {
     if (stopped_ || text.empty()) return;
     bytes_ += text.size();
-    stopped_ = !emit_({.sequence = sequence_++, .text = text, .owner = owner, .bytes_end = bytes_});
+    InputPiece piece{.sequence = sequence_++, .text = text, .owner = owner, .bytes_end = bytes_};
+    if (file_ != nullptr && text.data() >= file_ && text.data() < file_ + file_size_) {
+      piece.fd = fd_;
+      piece.file_offset = static_cast<uint64_t>(text.data() - file_);
+    }
+    stopped_ = !emit_(std::move(piece));
+  }
+
+  // Pieces that view [bytes, bytes + size) are the bytes of the file `fd` from its start.
+  void SetFile(int fd, const char* bytes, size_t size) {
+    fd_ = fd;
+    file_ = bytes;
+    file_size_ = size;
   }
 
   // Emits pieces of the whole lines at the start of `data`; returns where the rest starts: a
@@ -59,14 +72,42 @@ class Cutter {
     size_t start = 0;
     while (!stopped_ && start < data.size()) {
       const size_t from = std::min(data.size(), start + size_.bytes) - 1;
-      const void* nl = std::memchr(data.data() + from, '\n', data.size() - from);
-      if (nl == nullptr) nl = memrchr(data.data() + start, '\n', from - start);
-      if (nl == nullptr) break;  // no whole line left
-      const size_t end = static_cast<size_t>(static_cast<const char*>(nl) - data.data()) + 1;
+      size_t newline = FindNewline(data, from);
+      if (newline == std::string_view::npos) {
+        const void* nl = memrchr(data.data() + start, '\n', from - start);
+        if (nl == nullptr) break;  // no whole line left
+        newline = static_cast<size_t>(static_cast<const char*>(nl) - data.data());
+      }
+      const size_t end = newline + 1;
       Emit(data.substr(start, end - start), owner);
       start = end;
     }
     return start;
+  }
+
+  // The first newline of `data` at or after `from`, or npos. In the mapped file it is read with
+  // pread rather than through the mapping, whose pages nothing else touches (LoadPiece).
+  size_t FindNewline(std::string_view data, size_t from) {
+    if (data.data() == file_) {
+      constexpr size_t kWindow = 16 << 10;
+      window_.resize(kWindow);
+      size_t at = from;
+      while (at < data.size()) {
+        const ssize_t got =
+            pread(fd_, window_.data(), std::min(kWindow, data.size() - at), static_cast<off_t>(at));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) break;  // the mapping has the bytes still
+        if (const void* nl = std::memchr(window_.data(), '\n', static_cast<size_t>(got))) {
+          return at + static_cast<size_t>(static_cast<const char*>(nl) - window_.data());
+        }
+        at += static_cast<size_t>(got);
+      }
+      if (at >= data.size()) return std::string_view::npos;
+      from = at;
+    }
+    const void* nl = std::memchr(data.data() + from, '\n', data.size() - from);
+    return nl == nullptr ? std::string_view::npos
+                         : static_cast<size_t>(static_cast<const char*>(nl) - data.data());
   }
 
   size_t ByLines(std::string_view data, const std::shared_ptr<const void>& owner, bool more) {
@@ -95,6 +136,10 @@ class Cutter {
   const std::function<bool(InputPiece)>& emit_;
   uint64_t sequence_ = 0, bytes_ = 0;
   bool stopped_ = false;
+  int fd_ = -1;
+  const char* file_ = nullptr;
+  size_t file_size_ = 0;
+  std::vector<char> window_;  // FindNewline's reads
 };
 
 std::shared_ptr<const char[]> PaddedCopy(std::string_view bytes) {
@@ -117,6 +162,7 @@ absl::Status ReadMapped(int fd, size_t size, Cutter* cutter) {
   const size_t readable = (size + page - 1) / page * page;
   const size_t viewable =
       readable >= size + kRolloutLinePadding ? size : size - std::min(size, kRolloutLinePadding);
+  cutter->SetFile(fd, bytes.data(), size);
   const size_t start = cutter->EmitWholeLines(bytes.substr(0, viewable), mapping, /*more=*/true);
   if (cutter->stopped() || start == size) return absl::OkStatus();
   const std::shared_ptr<const char[]> copy = PaddedCopy(bytes.substr(start));
@@ -176,6 +222,30 @@ absl::Status ReadPieces(int fd, PieceSize size, const std::function<bool(InputPi
     return ReadMapped(fd, static_cast<size_t>(st.st_size), &cutter);
   }
   return ReadChunks(fd, &cutter);
+}
+
+char* PieceBuffer::Reserve(size_t bytes) {
+  if (bytes > capacity_) {
+    // Pieces differ in size by a line or so: grow by half, so that few pieces reallocate.
+    capacity_ = std::max(bytes, capacity_ + capacity_ / 2);
+    data_ = std::make_unique_for_overwrite<char[]>(capacity_);
+  }
+  return data_.get();
+}
+
+std::string_view LoadPiece(const InputPiece& piece, PieceBuffer* buffer) {
+  if (piece.fd < 0) return piece.text;
+  const size_t size = piece.text.size();
+  char* data = buffer->Reserve(size + kRolloutLinePadding);
+  for (size_t got = 0; got < size;) {
+    const ssize_t read =
+        pread(piece.fd, data + got, size - got, static_cast<off_t>(piece.file_offset + got));
+    if (read < 0 && errno == EINTR) continue;
+    if (read <= 0) return piece.text;
+    got += static_cast<size_t>(read);
+  }
+  std::memset(data + size, ' ', kRolloutLinePadding);
+  return {data, size};
 }
 
 uint64_t SplitLines(std::string_view text, std::vector<PieceLine>* lines) {

@@ -365,10 +365,11 @@ class ScoreRun {
     for (unsigned t = 0; t < threads; ++t) {
       scoring.emplace_back([this, pipeline, batch_size] {
         RolloutReader rollouts(flags_.fields);
+        PieceBuffer buffer;
         std::vector<PieceLine> lines;
         while (std::optional<InputPiece> piece = pipeline->pieces.Pop()) {
           lines.clear();
-          const uint64_t count = SplitLines(piece->text, &lines);
+          const uint64_t count = SplitLines(LoadPiece(*piece, &buffer), &lines);
           const std::optional<uint64_t> first = pipeline->numbering.First(piece->sequence, count);
           if (!first.has_value()) return;
           DoneBatch done;

@@ -51,6 +51,22 @@ Read ReadFile(const std::string& content, size_t piece_bytes) {
                 pieces.push_back(std::move(p));
                 return true;
               }).ok());
+  // What a scoring thread reads of each piece, in one buffer reused from piece to piece: the
+  // piece's bytes, then readable padding. Pieces of the mapping name the file; the last, when it
+  // was copied out of the mapping, names none.
+  PieceBuffer buffer;
+  for (const InputPiece& p : pieces) {
+    const std::string_view loaded = LoadPiece(p, &buffer);
+    EXPECT_EQ(loaded, p.text) << p.sequence;
+    if (p.fd >= 0) {
+      EXPECT_EQ(p.fd, fd);
+      EXPECT_EQ(p.file_offset, p.bytes_end - p.text.size());
+      EXPECT_NE(loaded.data(), p.text.data());
+      for (size_t k = 0; k < kRolloutLinePadding; ++k) {
+        EXPECT_EQ(loaded.data()[loaded.size() + k], ' ');
+      }
+    }
+  }
   close(fd);
   unlink(path);
   Read read;
@@ -115,6 +131,19 @@ TEST(InputPieces, AFileIsCutIntoWholeLinesWithPaddingAtEveryEnd) {
         }
       }
     }
+  }
+}
+
+// Lines longer than the window in which the reader looks for the end of a piece.
+TEST(InputPieces, LongLinesOfAFileAreCutWhole) {
+  std::string content = Lines(3000, 10, true);
+  content += std::string(70000, 'y') + "\n";
+  content += Lines(100000, 33000, false);
+  for (size_t piece_bytes : {size_t{1}, size_t{1000}, size_t{40000}, size_t{1} << 20}) {
+    SCOPED_TRACE(piece_bytes);
+    const Read read = ReadFile(content, piece_bytes);
+    EXPECT_EQ(Joined(read), content);
+    for (size_t i = 0; i + 1 < read.pieces.size(); ++i) EXPECT_EQ(read.pieces[i].back(), '\n');
   }
 }
 
