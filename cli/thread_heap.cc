@@ -59,9 +59,7 @@ Mapping AnonymousMappingOf(uintptr_t address) {
 }  // namespace
 
 void AdviseHugePagesForThreadHeap() {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return;  // the sanitizer's allocator is not glibc's: its heaps are laid out otherwise
-#endif
+  if (!kThreadHeapAdviceApplies) return;
   // A first allocation places the thread in its arena; the arena's heap starts in the 2 MiB
   // around it and takes at most kMaxHeap of the anonymous mapping that holds it.
   void* probe = std::malloc(64);

@@ -43,9 +43,9 @@ bool HugePagesOffered() {
 }
 
 TEST(ThreadHeap, AScoringThreadsHeapIsMarkedForHugePages) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "a sanitizer's allocator is not glibc's; the call leaves it alone";
-#endif
+  if (!kThreadHeapAdviceApplies) {
+    GTEST_SKIP() << "a sanitizer's allocator is not glibc's; the call leaves it alone";
+  }
   if (!HugePagesOffered()) GTEST_SKIP() << "transparent huge pages are off on this machine";
   // As `rlscore score` sets it before its threads start: each new arena's heap is read-write
   // whole.
