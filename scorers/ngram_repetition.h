@@ -20,7 +20,7 @@
 // The loop rule can fire only where the recurring share has reached its minimum, and whether a
 // position recurs depends on the last `recurrence_distance` positions alone. So until the share
 // first reaches the minimum (in honest text, rarely), the stream keeps only those positions'
-// n-grams, in hash chains of a few KiB that stay in the L1 cache; there it counts every n-gram
+// n-grams, in hash chains of about 20 KiB that stay in the L1 cache; there it counts every n-gram
 // from the start of the text and goes on counting. The counts are the same as if it had counted
 // all along.
 //
