@@ -34,7 +34,8 @@ Mapping AnonymousMappingOf(uintptr_t address) {
   FILE* maps = std::fopen("/proc/self/maps", "re");
   if (maps == nullptr) return {};
   Mapping found;
-  char line[512];
+  // Room for a path of PATH_MAX after the fields, so that no line is read in two parts.
+  char line[4096 + 256];
   while (std::fgets(line, sizeof line, maps) != nullptr) {
     uintmax_t start = 0, end = 0, offset = 0, inode = 0;
     char perms[8] = {};

@@ -135,6 +135,33 @@ TEST(InputPieces, AFileIsCutIntoWholeLinesWithPaddingAtEveryEnd) {
 }
 
 // Lines longer than the window in which the reader looks for the end of a piece.
+// A piece whose file can no longer be read (here: closed) is still its own text, through the
+// mapping that the piece keeps alive.
+TEST(InputPieces, APieceWhoseFileCannotBeReadIsTheMappingsView) {
+  char path[] = "/tmp/rlscore-pieces-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string content = Lines(5000, 50, true);
+  ASSERT_EQ(write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
+  std::vector<InputPiece> pieces;
+  ASSERT_TRUE(ReadPieces(fd, {.bytes = 1000, .lines = 0}, [&](InputPiece p) {
+                pieces.push_back(std::move(p));
+                return true;
+              }).ok());
+  close(fd);
+  unlink(path);
+  ASSERT_GT(pieces.size(), 1u);
+  PieceBuffer buffer;
+  std::string joined;
+  for (const InputPiece& p : pieces) {
+    ASSERT_GE(p.fd, 0) << p.sequence;
+    const std::string_view loaded = LoadPiece(p, &buffer);
+    EXPECT_EQ(loaded.data(), p.text.data()) << p.sequence;
+    joined += loaded;
+  }
+  EXPECT_EQ(joined, content);
+}
+
 TEST(InputPieces, LongLinesOfAFileAreCutWhole) {
   std::string content = Lines(3000, 10, true);
   content += std::string(70000, 'y') + "\n";
