@@ -304,20 +304,27 @@ typedef double F2 __attribute__((vector_size(16)));
 #endif
 
 // Lane-wise IEEE square root, two lanes per instruction (as fast per lane as the wider forms, and
-// usable from code compiled for any x86-64).
+// usable from code compiled for any x86-64). Wider vectors are split in halves and joined again
+// with shuffles, which stay in registers.
 template <typename F>
 RLSCORE_VECTOR_INLINE F Sqrt(const F& v) {
-  F r;
-  for (size_t i = 0; i < sizeof(F) / sizeof(double); i += 2) {
+  if constexpr (sizeof(F) == 64) {
+    typedef double F4 __attribute__((vector_size(32)));
+    const F4 lo = Sqrt(F4(__builtin_shufflevector(v, v, 0, 1, 2, 3)));
+    const F4 hi = Sqrt(F4(__builtin_shufflevector(v, v, 4, 5, 6, 7)));
+    return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7);
+  } else if constexpr (sizeof(F) == 32) {
+    const F2 lo = Sqrt(F2(__builtin_shufflevector(v, v, 0, 1)));
+    const F2 hi = Sqrt(F2(__builtin_shufflevector(v, v, 2, 3)));
+    return __builtin_shufflevector(lo, hi, 0, 1, 2, 3);
+  } else {
+    static_assert(sizeof(F) == 16);
 #if defined(__SSE2__)
-    const F2 q = _mm_sqrt_pd(F2{v[i], v[i + 1]});
+    return _mm_sqrt_pd(v);
 #else
-    const F2 q = {std::sqrt(v[i]), std::sqrt(v[i + 1])};
+    return F{std::sqrt(v[0]), std::sqrt(v[1])};
 #endif
-    r[i] = q[0];
-    r[i + 1] = q[1];
   }
-  return r;
 }
 
 // W doubles per vector. A vector holds W consecutive lanes of one group (a row of kLanes is
@@ -357,6 +364,22 @@ struct Simd {
   RLSCORE_VECTOR_INLINE static U Finite(const F& x) {
     const U magnitude = Bits(x) & ~SplatBits(uint64_t{1} << 63);
     return MaskBits(magnitude < SplatBits(std::bit_cast<uint64_t>(HUGE_VAL)));
+  }
+
+  // The even lanes of the 2W values lo:hi in `even`, the odd ones in `odd`.
+  template <typename V>
+  RLSCORE_VECTOR_INLINE static void Deinterleave(const V& lo, const V& hi, V* even, V* odd) {
+    if constexpr (W == 8) {
+      *even = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14);
+      *odd = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15);
+    } else if constexpr (W == 4) {
+      *even = __builtin_shufflevector(lo, hi, 0, 2, 4, 6);
+      *odd = __builtin_shufflevector(lo, hi, 1, 3, 5, 7);
+    } else {
+      static_assert(W == 2);
+      *even = __builtin_shufflevector(lo, hi, 0, 2);
+      *odd = __builtin_shufflevector(lo, hi, 1, 3);
+    }
   }
 
   // The fold of one group's lanes, lane[j] += lane[j + w], for the w that span vectors (w >= W):
@@ -444,9 +467,9 @@ struct Block {
   size_t offset[kBlockGroups];
   uint32_t size[kBlockGroups];
   // The moments (n, mean, M2) of every group once the block is done.
-  double n[kBlockGroups];
-  double mean[kBlockGroups];
-  double m2[kBlockGroups];
+  alignas(64) double n[kBlockGroups];
+  alignas(64) double mean[kBlockGroups];
+  alignas(64) double m2[kBlockGroups];
 };
 static_assert(kBlockGroups <= 64, "Block::single_path has one bit per group");
 
@@ -672,50 +695,54 @@ RLSCORE_VECTOR_INLINE void RunPass(std::index_sequence<kBuckets...>, Block& b, C
   (run_bucket.template operator()<kBuckets + 1>(), ...);
 }
 
-// MergeTree of a full block's moments (n, mean, m2), two merges per instruction: Merge with
+// MergeTree of a full block's moments (n, mean, m2), W merges per instruction: Merge with
 // n < 2^53, so n as a double and sums of n are exact, and b.n / (a.n + b.n) is b_over_total.
+// Level by level, the merged subtrees are packed to the front of the arrays: entry i of a level
+// is the subtree that starts at group i·2^level, and the next level merges entries 2i and 2i + 1,
+// which is the tree's m[2wk] = Merge(m[2wk], m[2wk + w]) with the same operands.
+template <int W>
 RLSCORE_VECTOR_INLINE Moments MergeBlock(Block& b) {
-  size_t w = 1;
-  for (; 4 * w <= kBlockGroups; w *= 2) {
-    for (size_t j = 0; j + 3 * w < kBlockGroups; j += 4 * w) {
-      // Merge(m[j], m[j + w]) and Merge(m[j + 2w], m[j + 3w]).
-      const F2 an = {b.n[j], b.n[j + 2 * w]};
-      const F2 am = {b.mean[j], b.mean[j + 2 * w]};
-      const F2 aq = {b.m2[j], b.m2[j + 2 * w]};
-      const F2 bn = {b.n[j + w], b.n[j + 3 * w]};
-      const F2 bm = {b.mean[j + w], b.mean[j + 3 * w]};
-      const F2 bq = {b.m2[j + w], b.m2[j + 3 * w]};
-      const F2 total = an + bn;
-      const F2 delta = bm - am;
-      const F2 b_over_total = bn / total;
-      const F2 mean = am + delta * b_over_total;
-      const F2 m2 = aq + bq + delta * delta * an * b_over_total;
-      F2 rn = total;
-      F2 rm = mean;
-      F2 rq = m2;
+  using S = Simd<W>;
+  using F = typename S::F;
+  size_t count = kBlockGroups;
+  for (; count / 2 >= W; count /= 2) {
+    for (size_t i = 0; i < count / 2; i += W) {
+      // Entries [2i, 2i + 2W) are read before entries [i, i + W) are written.
+      F an, bn, am, bm, aq, bq;
+      S::Deinterleave(S::Load(&b.n[2 * i]), S::Load(&b.n[2 * i + W]), &an, &bn);
+      S::Deinterleave(S::Load(&b.mean[2 * i]), S::Load(&b.mean[2 * i + W]), &am, &bm);
+      S::Deinterleave(S::Load(&b.m2[2 * i]), S::Load(&b.m2[2 * i + W]), &aq, &bq);
+      const F total = an + bn;
+      const F delta = bm - am;
+      const F b_over_total = bn / total;
+      F rn = total;
+      F rm = am + delta * b_over_total;
+      F rq = aq + bq + delta * delta * an * b_over_total;
       if (b.has_empty) {
         // Merging an empty side returns the other side as it is.
-        using S = Simd<2>;
-        const S::U b_empty = S::MaskBits(bn == F2{});
-        const S::U a_empty = S::MaskBits(an == F2{});
-        rn = S::Select(b_empty, an, S::Select(a_empty, bn, total));
-        rm = S::Select(b_empty, am, S::Select(a_empty, bm, mean));
-        rq = S::Select(b_empty, aq, S::Select(a_empty, bq, m2));
+        const auto b_empty = S::MaskBits(bn == F{});
+        const auto a_empty = S::MaskBits(an == F{});
+        rn = S::Select(b_empty, an, S::Select(a_empty, bn, rn));
+        rm = S::Select(b_empty, am, S::Select(a_empty, bm, rm));
+        rq = S::Select(b_empty, aq, S::Select(a_empty, bq, rq));
       }
-      b.n[j] = rn[0];
-      b.n[j + 2 * w] = rn[1];
-      b.mean[j] = rm[0];
-      b.mean[j + 2 * w] = rm[1];
-      b.m2[j] = rq[0];
-      b.m2[j + 2 * w] = rq[1];
+      S::Store(&b.n[i], rn);
+      S::Store(&b.mean[i], rm);
+      S::Store(&b.m2[i], rq);
     }
   }
   const auto at = [&b](size_t j) {
     return Moments{static_cast<uint64_t>(b.n[j]), b.mean[j], b.m2[j]};
   };
-  Moments root = at(0);
-  for (; w < kBlockGroups; w *= 2) root = Merge(root, at(w));  // the top level: one merge
-  return root;
+  for (; count > 1; count /= 2) {
+    for (size_t i = 0; i < count / 2; ++i) {
+      const Moments m = Merge(at(2 * i), at(2 * i + 1));
+      b.n[i] = static_cast<double>(m.n);
+      b.mean[i] = m.mean;
+      b.m2[i] = m.m2;
+    }
+  }
+  return at(0);
 }
 
 template <int W>
@@ -846,7 +873,7 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
 
     // A full block starts at a multiple of kBlockGroups, so it is one subtree of the moments.
     if (b.count == kBlockGroups) {
-      moments.PushRun(MergeBlock(b), kBlockLevel);
+      moments.PushRun(MergeBlock<W>(b), kBlockLevel);
     } else {
       for (size_t j = 0; j < b.count; ++j) {
         moments.Push(Moments{static_cast<uint64_t>(b.n[j]), b.mean[j], b.m2[j]});
