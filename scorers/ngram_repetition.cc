@@ -30,10 +30,8 @@
 namespace rlscore::scorers {
 namespace {
 
+using ngram_internal::kBase;
 using ngram_internal::Mix;
-
-// Odd base of the rolling hash (the golden-ratio constant); arithmetic is mod 2^64.
-constexpr uint64_t kBase = 0x9e3779b97f4a7c15ULL;
 
 // The loop rule keeps near chains (NgramStream::RecursNearby) while recurrence_distance is below
 // this: up to 2.5 MiB of them. A longer reach counts from the first token instead.
@@ -137,25 +135,6 @@ NgramStream::Slot& NgramStream::Add(size_t start, uint64_t hash) {
   }
 }
 
-[[gnu::always_inline]] inline bool NgramStream::RecursNearby(size_t start, uint64_t hash) {
-  // The rolling hash needs no mixing here: its low bits are those of a sum of mixed tokens.
-  // The bucket comes from the low bits, the tag from the high ones.
-  const auto mixed = static_cast<uint32_t>(hash >> 32);
-  const size_t ring = near_ring_.size() / 2 - 1;
-  const size_t distance = options_.recurrence_distance;
-  uint32_t& head = near_head_[hash & (near_head_.size() - 1)];
-  const uint32_t latest = head;
-  near_ring_[2 * (start & ring)] = mixed;
-  near_ring_[2 * (start & ring) + 1] = latest;
-  head = static_cast<uint32_t>(start);
-  // Starts within reach, latest first; kNoStart is out of reach. A start's ring words were
-  // written when it was added and not since: the ring is longer than the reach.
-  for (size_t at = latest; start - at <= distance; at = near_ring_[2 * (at & ring) + 1]) {
-    if (near_ring_[2 * (at & ring)] == mixed && SameWindow(at, start)) return true;
-  }
-  return false;
-}
-
 void NgramStream::CountFrom(size_t end) {
   counting_ = true;
   Grow(std::bit_ceil(std::max<size_t>(16, 2 * std::max(reserved_, tokens_.size()))));
@@ -169,16 +148,6 @@ void NgramStream::CountFrom(size_t end) {
     ++slot.count;
     slot.last = static_cast<uint32_t>(start);
   }
-}
-
-[[gnu::always_inline]] inline void NgramStream::Recurring(bool recurs) {
-  const size_t window = recent_.size();
-  uint8_t& slot = recent_[ring_];
-  if (++ring_ == window) ring_ = 0;  // not `positions_ % window`: a division per token
-  recurring_ -= slot;                // the position leaving the window (0 while it fills)
-  slot = recurs ? 1 : 0;
-  recurring_ += slot;
-  ++positions_;
 }
 
 uint32_t NgramStream::RecurringPercent() const {
@@ -198,7 +167,7 @@ bool NgramStream::Push(uint64_t token, bool number) { return PushMixed(Mix(token
 
 // hash = Σ m[start + i] · kBase^(n - 1 - i) mod 2^64 over the window of mixed tokens m, rolled in
 // O(1).
-bool NgramStream::PushMixed(uint64_t mixed, bool number) {
+bool NgramStream::PushMixedSlow(uint64_t mixed, bool number) {
   const size_t n = options_.n;
   // Window starts are kept in 32 bits: a generation of 2^32 tokens stops being checked.
   if (report_.fired || n == 0 || tokens_.size() >= std::numeric_limits<uint32_t>::max()) {
@@ -221,16 +190,24 @@ bool NgramStream::PushMixed(uint64_t mixed, bool number) {
     hash_ = (hash_ - tokens_[count - 1 - n] * top_) * kBase + mixed;
   }
   const size_t start = count - n;
-  bool recorded = false;  // whether Recurring() has taken this position
   if (!counting_) {
     Recurring(RecursNearby(start, hash_));
     // Whether RecurringPercent() >= min_recurring_percent, without its division: before this,
     // no position could fire, so nothing needed counting.
     const size_t span = std::min(positions_, recent_.size());
     if (recurring_ * 100 < size_t{options_.min_recurring_percent} * span) return false;
-    CountFrom(start);
-    recorded = true;
+    return StartCounting(start);
   }
+  return CountWindow(start, /*recorded=*/false);
+}
+
+bool NgramStream::StartCounting(size_t start) {
+  CountFrom(start);
+  return CountWindow(start, /*recorded=*/true);
+}
+
+bool NgramStream::CountWindow(size_t start, bool recorded) {
+  const bool loop = options_.rule == NgramRule::kLoop;
   Slot& slot = Add(start, hash_);
   const bool recurs = slot.count > 0 && start - slot.last <= options_.recurrence_distance;
   ++slot.count;

@@ -37,6 +37,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -45,6 +46,9 @@
 namespace rlscore::scorers {
 
 namespace ngram_internal {
+
+// Odd base of the rolling hash (the golden-ratio constant); arithmetic is mod 2^64.
+inline constexpr uint64_t kBase = 0x9e3779b97f4a7c15ULL;
 
 // The splitmix64 / murmur3 finaliser: a bijection of uint64 with full avalanche.
 constexpr uint64_t Mix(uint64_t x) {
@@ -198,18 +202,52 @@ class NgramStream {
   };
 
  private:
-  // Push of a token already mixed (a bijection of the token, with full avalanche).
+  // Push of a token already mixed (a bijection of the token, with full avalanche). The loop
+  // rule's path before it counts, which almost every word of a clean text takes, is inline below;
+  // everything else is PushMixedSlow.
   bool PushMixed(uint64_t mixed, bool number);
+  bool PushMixedSlow(uint64_t mixed, bool number);
   Slot& Add(size_t start, uint64_t hash);
   void Grow(size_t capacity);
   bool SameWindow(size_t a, size_t b) const;
   // Before counting: whether the window at `start` (rolling hash `hash`) occurred within
   // recurrence_distance positions before it. Adds it to the near chains.
-  bool RecursNearby(size_t start, uint64_t hash);
+  bool RecursNearby(size_t start, uint64_t hash) {
+    // The rolling hash needs no mixing here: its low bits are those of a sum of mixed tokens.
+    // The bucket comes from the low bits, the tag from the high ones.
+    const auto mixed = static_cast<uint32_t>(hash >> 32);
+    const size_t ring = near_ring_.size() / 2 - 1;
+    const size_t distance = options_.recurrence_distance;
+    uint32_t& head = near_head_[hash & (near_head_.size() - 1)];
+    const uint32_t latest = head;
+    near_ring_[2 * (start & ring)] = mixed;
+    near_ring_[2 * (start & ring) + 1] = latest;
+    head = static_cast<uint32_t>(start);
+    // Starts within reach, latest first; kNoStart is out of reach. A start's ring words were
+    // written when it was added and not since: the ring is longer than the reach.
+    for (size_t at = latest; start - at <= distance; at = near_ring_[2 * (at & ring) + 1]) {
+      if (near_ring_[2 * (at & ring)] == mixed && SameWindow(at, start)) return true;
+    }
+    return false;
+  }
   // Starts counting: counts the windows that start before `end`, as if counted all along.
   void CountFrom(size_t end);
+  // The rest of a push whose position `start` made the recurring share reach its minimum
+  // before counting: counts everything so far and this window, and applies the rule.
+  bool StartCounting(size_t start);
+  // Counts the window at `start` (rolling hash hash_) and applies the rule; `recorded`: the loop
+  // rule's window has taken this position already.
+  bool CountWindow(size_t start, bool recorded);
   // The loop rule's window: records whether the position just added recurs.
-  void Recurring(bool recurs);
+  void Recurring(bool recurs) {
+    const size_t window = recent_.size();
+    uint8_t& slot = recent_[ring_];
+    if (++ring_ == window) ring_ = 0;  // not `positions_ % window`: a division per token
+    recurring_ -= slot;                // the position leaving the window (0 while it fills)
+    slot = recurs ? 1 : 0;
+    recurring_ += slot;
+    ++positions_;
+  }
   // The share of the window's positions that recur, in percent.
   uint32_t RecurringPercent() const;
   bool Fire(size_t token_offset, size_t first, uint32_t occurrences);
@@ -238,6 +276,27 @@ class NgramStream {
   std::vector<uint32_t> near_ring_;
   NgramReport report_;
 };
+
+inline bool NgramStream::PushMixed(uint64_t mixed, bool number) {
+  const size_t n = options_.n;
+  const size_t count = tokens_.size() + 1;
+  const size_t number_run = number ? number_run_ + 1 : 0;
+  if (counting_ || count <= n || n == 0 || report_.fired ||
+      count > std::numeric_limits<uint32_t>::max() ||
+      (options_.max_number_run != 0 && number_run > options_.max_number_run)) {
+    return PushMixedSlow(mixed, number);
+  }
+  number_run_ = number_run;
+  tokens_.push_back(mixed);
+  hash_ = (hash_ - tokens_[count - 1 - n] * top_) * ngram_internal::kBase + mixed;
+  const size_t start = count - n;
+  Recurring(RecursNearby(start, hash_));
+  // Whether the recurring share has reached its minimum, without a division: before it has, no
+  // position can fire, so nothing needs counting.
+  const size_t span = std::min(positions_, recent_.size());
+  if (recurring_ * 100 < size_t{options_.min_recurring_percent} * span) return false;
+  return StartCounting(start);
+}
 
 std::vector<Word> NormalizedWords(std::string_view text, size_t base_offset = 0);
 
