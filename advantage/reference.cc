@@ -264,8 +264,8 @@ Failure FinishBatch(const Batch& batch, const Options& options, const Moments& a
 // (lanes across groups), which carries the whole chunk through μ, σ and the factor. Every
 // operation is the scalar one of CanonicalSum, StdFromM2, Factor, Merge or WriteGroup, with the
 // same operands, applied to several lanes at once; nothing is contracted or reassociated. What
-// the kernels do not finish (large groups, unscorable entries, and any group that is identical,
-// clamped, rescaled or not finite) takes the single-group path above.
+// the kernels do not finish (large groups, unscorable entries, and any group that could be
+// identical, or is clamped, rescaled or not finite) takes the single-group path above.
 
 // Forces the vector helpers into their caller, so that they are compiled for the caller's
 // instruction set (an AVX-512 caller gets AVX-512 code).
@@ -275,6 +275,15 @@ Failure FinishBatch(const Batch& batch, const Options& options, const Moments& a
 // A group of at most kSmallRows rows takes the kernels; longer groups keep the lanes busy on the
 // single-group path.
 constexpr size_t kSmallRows = 8;
+// Rewards that are all one value x leave a Σ(x - μ)² of rounding residue only. With u = 2^-53
+// and n <= 64 entries (kSmallRows rows), the canonical sum is within γ(n-1)·n·|x| of n·x, so
+// |x - μ| <= γ(n)·|x| (γ(k) = ku / (1 - ku)), the subtraction x - μ is exact, and
+// Σ(x - μ)² <= n·γ(n)²·x²·(1 + u)·(1 + γ(n-1)) < 1.01·n³·u²·x². A group whose Σ(x - μ)² is above
+// kIdenticalSpread·n³·x² (x its first reward: twice that bound) is therefore not identical, and
+// the kernels need not compare its bits; any other group takes the single-group path, which
+// compares them. (Where x² underflows, an identical group's Σ(x - μ)² is below
+// kTinySumOfSquares, and that alone sends it to the single-group path.)
+constexpr double kIdenticalSpread = 0x1p-105;  // 2u²
 // Groups per block: a power of two, so that a full block is one subtree of the moments' tree.
 constexpr int kBlockLevel = 6;
 constexpr size_t kBlockGroups = size_t{1} << kBlockLevel;
@@ -496,10 +505,10 @@ struct Chunks {
   F mean[kMax];
   F m2[kMax];
   F factor[kMax];
-  U identical[kMax];
-  // All ones while the group is normal as far as the passes so far can tell: finite, not
-  // identical, Σ(x - μ)² not rescaled, two or more entries, σ not below the threshold. Only a
-  // normal group is finished by the kernels.
+  F first[kMax];  // the group's first reward
+  // All ones while the group is normal as far as the passes so far can tell: finite, provably
+  // not identical (kIdenticalSpread), Σ(x - μ)² not rescaled, two or more entries, σ not below
+  // the threshold. Only a normal group is finished by the kernels.
   U normal[kMax];
 };
 
@@ -529,16 +538,14 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
   }
 
   if constexpr (kPass == Pass::kSums) {
-    // CanonicalSumAndIdentity, then μ.
+    // CanonicalSumAndIdentity's sum, then μ as for rewards that are not identical: whether they
+    // are is told from Σ(x - μ)² (kIdenticalSpread), not from their bits.
     const F n = S::Load(&b.bucket_n[kBucket][i]);
     F first;
     for (size_t h = 0; h < W; ++h) first[h] = g.x[h][0];
-    F lanes[W];
-    U diff[W];
+    F lanes[W] = {};
     for (size_t h = 0; h < valid; ++h) {
       F v[kPer] = {};
-      U d = {};
-      const U f = S::SplatBits(std::bit_cast<uint64_t>(first[h]));
       // The same lines one block ahead (Block::prefetch_distance).
       const size_t ahead = b.bucket_offset[kBucket][i + h] + b.prefetch_distance;
       if (ahead + kLanes * kRows <= b.rewards) {
@@ -553,29 +560,18 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
 #pragma GCC unroll 4
         for (size_t k = 0; k < kPer; ++k) {
           U e = S::Bits(S::Load(g.x[h] + kLanes * r + W * k));
-          U de = e ^ f;
-          if (r + 1 == kRows) {
-            const U m = S::LoadBits(g.last[h] + W * k);
-            e &= m;
-            de &= m;
-          }
+          if (r + 1 == kRows) e &= S::LoadBits(g.last[h] + W * k);
           v[k] += S::FromBits(e);
-          d |= de;
         }
       }
       lanes[h] = S::FoldRow(v);
-      diff[h] = d;
     }
-    for (size_t h = valid; h < W; ++h) {  // unused lanes
-      lanes[h] = lanes[0];
-      diff[h] = diff[0];
-    }
+    for (size_t h = valid; h < W; ++h) lanes[h] = lanes[0];  // unused lanes
     const F sum = S::ReduceGroups(lanes);
-    const U identical = S::MaskBits(S::ReduceGroups(diff) == U{});
     state.n[c] = n;
-    state.identical[c] = identical;
-    state.mean[c] = S::Select(identical, first, sum / n);
-    state.normal[c] = S::Finite(sum) & ~identical;
+    state.first[c] = first;
+    state.mean[c] = sum / n;
+    state.normal[c] = S::Finite(sum);
   } else if constexpr (kPass == Pass::kSquares) {
     // CanonicalSumSquaredDeviations.
     const F mean = state.mean[c];
@@ -598,14 +594,13 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
     for (size_t h = valid; h < W; ++h) squares[h] = squares[0];  // unused lanes
     state.m2[c] = S::ReduceGroups(squares);
   } else if constexpr (kPass == Pass::kSpreads) {
-    // StdFromM2 (M2 = 0 for identical groups) and Factor; n - 1 is exact, n < 2^53.
+    // StdFromM2 and Factor; n - 1 is exact, n < 2^53.
     const F n = state.n[c];
     const F mean = state.mean[c];
     const F m2 = state.m2[c];
     const F one = S::Splat(1.0);
     const U single = S::MaskBits(n < S::Splat(2.0));
-    const F spread = S::FromBits(S::Bits(m2) & ~state.identical[c]);
-    const F std = S::FromBits(S::Bits(Sqrt(spread / (o.sample ? n - one : n))) & ~single);
+    const F std = S::FromBits(S::Bits(Sqrt(m2 / (o.sample ? n - one : n))) & ~single);
     F factor = one;
     switch (o.estimator) {
       case Estimator::kGrpo:
@@ -621,9 +616,11 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
       case Estimator::kGdpo:
         break;
     }
-    const U normal = state.normal[c] & S::Finite(m2) &
-                     S::MaskBits(m2 >= S::Splat(kTinySumOfSquares)) & ~single &
-                     ~S::MaskBits(std < S::Splat(o.threshold));
+    const F first = state.first[c];
+    const F identical_bound = S::Splat(kIdenticalSpread) * n * n * n * first * first;
+    const U normal =
+        state.normal[c] & S::Finite(m2) & S::MaskBits(m2 >= S::Splat(kTinySumOfSquares)) &
+        S::MaskBits(m2 > identical_bound) & ~single & ~S::MaskBits(std < S::Splat(o.threshold));
     state.factor[c] = factor;
     state.normal[c] = normal;
     for (size_t h = 0; h < valid; ++h) {

@@ -202,10 +202,11 @@ bool IsaAvailable(VectorIsa isa);
 // group's lanes accumulate in its own vectors, then the fold pairs the lanes of the W groups so
 // that one vector holds one sum per group, and that vector carries them all through μ, σ and the
 // factor (lanes across groups). Everything else (longer groups, groups with an unscorable entry,
-// the last groups of the batch, and any group that turns out identical, clamped, rescaled or not
-// finite) takes ComputeReference's single-group path. The kernels read a group's last row of 8
-// whole, up to 7 rewards past its end (ignored), and a group of fewer than 8 rewards has the
-// advantages past its end stored back as they were; both stay within the spans.
+// the last groups of the batch, any group whose Σ(x - μ)² is too small to rule out identical
+// rewards, and any group that turns out clamped, rescaled or not finite) takes ComputeReference's
+// single-group path. The kernels read a group's last row of 8 whole, up to 7 rewards past its end
+// (ignored), and a group of fewer than 8 rewards has the advantages past its end stored back as
+// they were; both stay within the spans.
 // Thread-safe: touches nothing but its arguments (and about 24 KiB of stack).
 // REQUIRES: IsaAvailable(isa).
 Failure ComputeInterleaved(const Batch& batch, const Options& options, std::span<double> advantages,

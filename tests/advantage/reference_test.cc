@@ -255,6 +255,44 @@ TEST(Reference, InterleavedPropertyReachesEveryCause) {
   EXPECT_GT(rescaled, 0u);
 }
 
+// The kernels tell identical rewards from their spread, not their bits (kIdenticalSpread): every
+// identical group of every kernel size, at values whose sums round the most, must still come out
+// identical, exactly as on the single-group path; and groups one ulp from identical too.
+TEST(Reference, InterleavedTellsIdenticalGroupsOfEverySize) {
+  std::vector<VectorIsa> isas;
+  for (VectorIsa isa : {VectorIsa::kPortable, VectorIsa::kAvx2, VectorIsa::kAvx512}) {
+    if (IsaAvailable(isa)) isas.push_back(isa);
+  }
+  std::mt19937_64 rng(7);
+  constexpr double kScales[] = {1.0, 1e-3, 1e6, 1e-140, 1e-150, 1e-300, 1e150};
+  size_t identical_groups = 0;
+  for (uint32_t size = 2; size <= 64; ++size) {
+    for (const double scale : kScales) {
+      RandomBatch rb;
+      rb.options.zero_variance_threshold = 0.0;  // only identity may clamp
+      for (int g = 0; g < 96; ++g) {
+        // Every mantissa bit set now and then: the sum of such values rounds at every step.
+        const uint64_t mantissa = g % 3 == 0 ? (uint64_t{1} << 52) - 1 : rng() >> 12;
+        const double x =
+            scale * std::bit_cast<double>((uint64_t{1023} << 52) | mantissa) * (g % 2 ? -1 : 1);
+        rb.sizes.push_back(size);
+        for (uint32_t i = 0; i < size; ++i) rb.rewards.push_back(x);
+        if (g % 4 == 3) rb.rewards.back() = std::nextafter(x, 0.0);  // one ulp from identical
+      }
+      const Outputs want = RunBatch(rb, /*interleaved=*/false, VectorIsa::kBest);
+      ASSERT_EQ(want.failure.kind, Failure::Kind::kNone);
+      for (const GroupStats& st : want.groups) {
+        identical_groups += st.cause == ZeroVarianceCause::kIdenticalRewards;
+      }
+      for (VectorIsa isa : isas) {
+        ASSERT_TRUE(SameOutputs(want, RunBatch(rb, /*interleaved=*/true, isa)))
+            << "groups of " << size << ", scale " << scale << ", isa " << static_cast<int>(isa);
+      }
+    }
+  }
+  EXPECT_GT(identical_groups, 63u * std::size(kScales) * 60);
+}
+
 TEST(Reference, MergeIsExactForTwoKnownHalves) {
   // {1, 2} and {3, 4, 5}: mean 3, M2 = 10.
   const Moments a{2, 1.5, 0.5};
