@@ -134,7 +134,6 @@ TEST(InputPieces, AFileIsCutIntoWholeLinesWithPaddingAtEveryEnd) {
   }
 }
 
-// Lines longer than the window in which the reader looks for the end of a piece.
 // A piece whose file can no longer be read (here: closed) is still its own text, through the
 // mapping that the piece keeps alive.
 TEST(InputPieces, APieceWhoseFileCannotBeReadIsTheMappingsView) {
@@ -162,6 +161,7 @@ TEST(InputPieces, APieceWhoseFileCannotBeReadIsTheMappingsView) {
   EXPECT_EQ(joined, content);
 }
 
+// Lines longer than the window in which the reader looks for the end of a piece.
 TEST(InputPieces, LongLinesOfAFileAreCutWhole) {
   std::string content = Lines(3000, 10, true);
   content += std::string(70000, 'y') + "\n";
