@@ -361,10 +361,12 @@ struct Simd {
   RLSCORE_VECTOR_INLINE static U MaskBits(const Mask& m) {
     return __builtin_bit_cast(U, m);
   }
-  RLSCORE_VECTOR_INLINE static F Splat(double x) { return F{} + x; }
-  RLSCORE_VECTOR_INLINE static U SplatBits(uint64_t x) {
-    return Bits(Splat(std::bit_cast<double>(x)));
+  // x in every lane, -0.0 included (F{} + x would turn -0.0 into +0.0, and with it SplatBits of
+  // the sign bit into 0).
+  RLSCORE_VECTOR_INLINE static F Splat(double x) {
+    return FromBits(U{} + std::bit_cast<uint64_t>(x));
   }
+  RLSCORE_VECTOR_INLINE static U SplatBits(uint64_t x) { return U{} + x; }
   // a where `mask` is all ones, b where it is zero.
   RLSCORE_VECTOR_INLINE static F Select(const U& mask, const F& a, const F& b) {
     return FromBits((Bits(a) & mask) | (Bits(b) & ~mask));

@@ -293,6 +293,36 @@ TEST(Reference, InterleavedTellsIdenticalGroupsOfEverySize) {
   EXPECT_GT(identical_groups, 63u * std::size(kScales) * 60);
 }
 
+// A group with spread whose mean rounds to -0.0 (the sum is one negative subnormal): x - μ of a
+// -0.0 reward is +0.0 on the single-group path, so the kernels must subtract μ as it is, sign of
+// zero included, in every group of a block of one size and of a ragged one.
+TEST(Reference, InterleavedKeepsTheSignOfAZeroMean) {
+  std::vector<VectorIsa> isas;
+  for (VectorIsa isa : {VectorIsa::kPortable, VectorIsa::kAvx2, VectorIsa::kAvx512}) {
+    if (IsaAvailable(isa)) isas.push_back(isa);
+  }
+  constexpr double kTiny = 0x1p-1074;
+  const std::vector<double> group = {1.0, -kTiny, -1.0, -0.0, 0.0, 0.0, 0.0, 0.0};
+  for (const bool ragged : {false, true}) {
+    RandomBatch rb;
+    for (int g = 0; g < 80; ++g) {
+      const size_t extra = ragged ? static_cast<size_t>(g % 5) * 4 : 0;  // zeros keep the sum
+      rb.sizes.push_back(static_cast<uint32_t>(group.size() + extra));
+      rb.rewards.insert(rb.rewards.end(), group.begin(), group.end());
+      rb.rewards.insert(rb.rewards.end(), extra, 0.0);
+    }
+    const Outputs want = RunBatch(rb, /*interleaved=*/false, VectorIsa::kBest);
+    ASSERT_EQ(want.failure.kind, Failure::Kind::kNone);
+    ASSERT_TRUE(std::signbit(want.groups[0].mean) && want.groups[0].mean == 0.0);
+    ASSERT_EQ(want.groups[0].cause, ZeroVarianceCause::kNone);
+    ASSERT_FALSE(std::signbit(want.advantages[3]));
+    for (VectorIsa isa : isas) {
+      EXPECT_TRUE(SameOutputs(want, RunBatch(rb, /*interleaved=*/true, isa)))
+          << (ragged ? "ragged" : "one size") << ", isa " << static_cast<int>(isa);
+    }
+  }
+}
+
 TEST(Reference, MergeIsExactForTwoKnownHalves) {
   // {1, 2} and {3, 4, 5}: mean 3, M2 = 10.
   const Moments a{2, 1.5, 0.5};
