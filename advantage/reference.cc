@@ -278,10 +278,10 @@ constexpr size_t kSmallRows = 8;
 // Rewards that are all one value x leave a Σ(x - μ)² of rounding residue only. With u = 2^-53
 // and n <= 64 entries (kSmallRows rows), the canonical sum is within γ(n-1)·n·|x| of n·x, so
 // |x - μ| <= γ(n)·|x| (γ(k) = ku / (1 - ku)), the subtraction x - μ is exact, and
-// Σ(x - μ)² <= n·γ(n)²·x²·(1 + u)·(1 + γ(n-1)) < 1.01·n³·u²·x². A group whose Σ(x - μ)² is above
-// kIdenticalSpread·n³·x² (x its first reward: twice that bound) is therefore not identical, and
-// the kernels need not compare its bits; any other group takes the single-group path, which
-// compares them. (Where x² underflows, an identical group's Σ(x - μ)² is below
+// Σ(x - μ)² <= n·γ(n)²·x²·(1 + u)·(1 + γ(n-1)) < 1.01·n³·u²·x² < 1.02·n³·u²·μ². A group whose
+// Σ(x - μ)² is above kIdenticalSpread·n³·μ² (μ its mean: about twice that bound) is therefore not
+// identical, and the kernels need not compare its bits; any other group takes the single-group
+// path, which compares them. (Where μ² underflows, an identical group's Σ(x - μ)² is below
 // kTinySumOfSquares, and that alone sends it to the single-group path.)
 constexpr double kIdenticalSpread = 0x1p-105;  // 2u²
 // Groups per block: a power of two, so that a full block is one subtree of the moments' tree.
@@ -507,7 +507,6 @@ struct Chunks {
   F mean[kMax];
   F m2[kMax];
   F factor[kMax];
-  F first[kMax];  // the group's first reward
   // All ones while the group is normal as far as the passes so far can tell: finite, provably
   // not identical (kIdenticalSpread), Σ(x - μ)² not rescaled, two or more entries, σ not below
   // the threshold. Only a normal group is finished by the kernels.
@@ -515,6 +514,42 @@ struct Chunks {
 };
 
 enum class Pass { kSums, kSquares, kSpreads, kWrite };
+
+// StdFromM2 and Factor of W groups of n entries (n - 1 is exact, n < 2^53), and which of them
+// the kernels finish: all ones where the group is normal (Chunks::normal), given `finite_sum`,
+// all ones where its sum is finite.
+template <int W>
+RLSCORE_VECTOR_INLINE typename Simd<W>::U Spreads(const typename Simd<W>::F& n,
+                                                  const typename Simd<W>::F& mean,
+                                                  const typename Simd<W>::F& m2,
+                                                  const typename Simd<W>::U& finite_sum,
+                                                  const KernelOptions& o, typename Simd<W>::F* std,
+                                                  typename Simd<W>::F* factor) {
+  using S = Simd<W>;
+  using F = typename S::F;
+  using U = typename S::U;
+  const F one = S::Splat(1.0);
+  const U single = S::MaskBits(n < S::Splat(2.0));
+  *std = S::FromBits(S::Bits(Sqrt(m2 / (o.sample ? n - one : n))) & ~single);
+  *factor = one;
+  switch (o.estimator) {
+    case Estimator::kGrpo:
+      *factor = one / *std;
+      break;
+    case Estimator::kRloo:
+      *factor = n / (n - one);
+      break;
+    case Estimator::kDrGrpo:
+    case Estimator::kBatchNormalized:
+    case Estimator::kReinforcePlusPlusBaseline:
+    case Estimator::kGrpoPassK:
+    case Estimator::kGdpo:
+      break;
+  }
+  const F identical_bound = S::Splat(kIdenticalSpread) * n * n * n * mean * mean;
+  return finite_sum & S::Finite(m2) & S::MaskBits(m2 >= S::Splat(kTinySumOfSquares)) &
+         S::MaskBits(m2 > identical_bound) & ~single & ~S::MaskBits(*std < S::Splat(o.threshold));
+}
 
 // One pass over chunk `c`: entries [i, i + valid) of bucket kRows - 1 (the entries past `valid`
 // repeat a group of the bucket and are ignored). Sums read a group's last row whole, past its
@@ -543,8 +578,6 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
     // CanonicalSumAndIdentity's sum, then μ as for rewards that are not identical: whether they
     // are is told from Σ(x - μ)² (kIdenticalSpread), not from their bits.
     const F n = S::Load(&b.bucket_n[kBucket][i]);
-    F first;
-    for (size_t h = 0; h < W; ++h) first[h] = g.x[h][0];
     F lanes[W] = {};
     for (size_t h = 0; h < valid; ++h) {
       F v[kPer] = {};
@@ -571,7 +604,6 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
     for (size_t h = valid; h < W; ++h) lanes[h] = lanes[0];  // unused lanes
     const F sum = S::ReduceGroups(lanes);
     state.n[c] = n;
-    state.first[c] = first;
     state.mean[c] = sum / n;
     state.normal[c] = S::Finite(sum);
   } else if constexpr (kPass == Pass::kSquares) {
@@ -596,33 +628,10 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
     for (size_t h = valid; h < W; ++h) squares[h] = squares[0];  // unused lanes
     state.m2[c] = S::ReduceGroups(squares);
   } else if constexpr (kPass == Pass::kSpreads) {
-    // StdFromM2 and Factor; n - 1 is exact, n < 2^53.
-    const F n = state.n[c];
     const F mean = state.mean[c];
     const F m2 = state.m2[c];
-    const F one = S::Splat(1.0);
-    const U single = S::MaskBits(n < S::Splat(2.0));
-    const F std = S::FromBits(S::Bits(Sqrt(m2 / (o.sample ? n - one : n))) & ~single);
-    F factor = one;
-    switch (o.estimator) {
-      case Estimator::kGrpo:
-        factor = one / std;
-        break;
-      case Estimator::kRloo:
-        factor = n / (n - one);
-        break;
-      case Estimator::kDrGrpo:
-      case Estimator::kBatchNormalized:
-      case Estimator::kReinforcePlusPlusBaseline:
-      case Estimator::kGrpoPassK:
-      case Estimator::kGdpo:
-        break;
-    }
-    const F first = state.first[c];
-    const F identical_bound = S::Splat(kIdenticalSpread) * n * n * n * first * first;
-    const U normal =
-        state.normal[c] & S::Finite(m2) & S::MaskBits(m2 >= S::Splat(kTinySumOfSquares)) &
-        S::MaskBits(m2 > identical_bound) & ~single & ~S::MaskBits(std < S::Splat(o.threshold));
+    F std, factor;
+    const U normal = Spreads<W>(state.n[c], mean, m2, state.normal[c], o, &std, &factor);
     state.factor[c] = factor;
     state.normal[c] = normal;
     for (size_t h = 0; h < valid; ++h) {
@@ -692,6 +701,150 @@ RLSCORE_VECTOR_INLINE void RunPass(std::index_sequence<kBuckets...>, Block& b, C
     }
   };
   (run_bucket.template operator()<kBuckets + 1>(), ...);
+}
+
+// A block whose groups all have `size` entries in kRows rows, every entry scorable, one after
+// the other from `x`, the last group's last row readable whole: the arithmetic of ChunkPass with
+// each group's place computed instead of looked up, the statistics stored a chunk at a time, μ
+// and the factor broadcast from the block's arrays. The groups past the last whole chunk of W
+// take the single-group path, like every group the kernels do not finish. `prefetch` says that
+// a next block as large as this one lies inside the batch, rewards and groups.
+template <int W, size_t kRows>
+RLSCORE_VECTOR_INLINE void UniformBlock(Block& b, uint32_t size, const double* x, double* y,
+                                        bool prefetch, GroupStats* stats, const KernelOptions& o) {
+  using S = Simd<W>;
+  using F = typename S::F;
+  using U = typename S::U;
+  constexpr size_t kPer = S::kPerRow;
+  const size_t whole = b.count / W * W;
+  const uint64_t in_block = b.count == kBlockGroups ? kAllOnes : (uint64_t{1} << b.count) - 1;
+  b.single_path = whole == kBlockGroups ? 0 : in_block & (kAllOnes << whole);
+  U last[kPer];
+  for (size_t k = 0; k < kPer; ++k) {
+    last[k] = S::LoadBits(kLastRow.lanes[size - kLanes * (kRows - 1)] + W * k);
+  }
+  const F n = S::Splat(static_cast<double>(size));
+  U finite_sum[kBlockGroups / W];
+  alignas(64) double std[kBlockGroups];
+  alignas(64) double factor[kBlockGroups];
+
+  // The next block's lines, asked for a group at a time in every pass: the first rows of its
+  // rewards in the first pass, the other rows in the second, its statistics in the third, its
+  // advantages in the last. Asked for all at once, they fill the core's miss buffers and stall
+  // the pass that asks; not asked for, the next block's first pass waits on memory, because the
+  // hardware prefetcher does not run ahead while the passes stay in cache.
+  const size_t ahead = prefetch ? b.count * size : 0;
+  constexpr size_t kFirstRows = (kRows + 1) / 2;
+
+  // CanonicalSum, without the +0.0 it starts from: that changes only the sign of a zero sum, and
+  // only when every reward is -0.0, which leaves Σ(x - μ)² = 0 and the group to the single path.
+  for (size_t j = 0; j < whole; j += W) {
+    F lanes[W];
+    for (size_t h = 0; h < W; ++h) {
+      const double* g = x + (j + h) * size;
+#pragma GCC unroll 4
+      for (size_t r = 0; r < kFirstRows; ++r) __builtin_prefetch(g + ahead + kLanes * r, 0, 3);
+      F v[kPer];
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+        for (size_t k = 0; k < kPer; ++k) {
+          U e = S::Bits(S::Load(g + kLanes * r + W * k));
+          if (r + 1 == kRows) e &= last[k];
+          v[k] = r == 0 ? S::FromBits(e) : v[k] + S::FromBits(e);
+        }
+      }
+      lanes[h] = S::FoldRow(v);
+    }
+    const F sum = S::ReduceGroups(lanes);
+    S::Store(&b.mean[j], sum / n);
+    finite_sum[j / W] = S::Finite(sum);
+  }
+  // CanonicalSumSquaredDeviations (a square is never -0.0: the +0.0 start changes nothing).
+  for (size_t j = 0; j < whole; j += W) {
+    F squares[W];
+    for (size_t h = 0; h < W; ++h) {
+      const double* g = x + (j + h) * size;
+#pragma GCC unroll 4
+      for (size_t r = kFirstRows; r < kRows; ++r) {
+        __builtin_prefetch(g + ahead + kLanes * r, 0, 3);
+      }
+      const F mu = S::Splat(b.mean[j + h]);
+      F v[kPer];
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kRows; ++r) {
+#pragma GCC unroll 4
+        for (size_t k = 0; k < kPer; ++k) {
+          const F d = S::Load(g + kLanes * r + W * k) - mu;
+          F t = d * d;
+          if (r + 1 == kRows) t = S::FromBits(S::Bits(t) & last[k]);
+          v[k] = r == 0 ? t : v[k] + t;
+        }
+      }
+      squares[h] = S::FoldRow(v);
+    }
+    S::Store(&b.m2[j], S::ReduceGroups(squares));
+  }
+  for (size_t j = 0; j < whole; j += W) {
+    if (prefetch) {
+      const char* next = reinterpret_cast<const char*>(stats + b.count + j);
+#pragma GCC unroll 4
+      for (size_t i = 0; i < W * sizeof(GroupStats); i += 64) __builtin_prefetch(next + i, 1, 3);
+    }
+    F sd, f;
+    const U normal =
+        Spreads<W>(n, S::Load(&b.mean[j]), S::Load(&b.m2[j]), finite_sum[j / W], o, &sd, &f);
+    S::Store(&std[j], sd);
+    S::Store(&factor[j], f);
+    S::Store(&b.n[j], n);
+    for (size_t h = 0; h < W; ++h) {
+      if (normal[h] == 0) b.single_path |= uint64_t{1} << (j + h);
+    }
+  }
+  // Every group's statistics, which the single path overwrites for its own.
+  for (size_t j = 0; j < whole; ++j) {
+    stats[j] = GroupStats{.mean = b.mean[j], .std = std[j], .scorable = size};
+  }
+  if (!o.write) return;
+  // WriteGroup of the normal groups, as in ChunkPass.
+  for (size_t j = 0; j < whole; ++j) {
+    double* out = y + j * size;
+#pragma GCC unroll 8
+    for (size_t r = 0; r < kRows; ++r) __builtin_prefetch(out + ahead + kLanes * r, 1, 3);
+    if ((b.single_path >> j & 1) != 0) continue;
+    const F mu = S::Splat(b.mean[j]);
+    const F f = S::Splat(factor[j]);
+    const double* g = x + j * size;
+#pragma GCC unroll 8
+    for (size_t r = 0; r + 1 < kRows; ++r) {
+#pragma GCC unroll 4
+      for (size_t k = 0; k < kPer; ++k) {
+        S::Store(out + kLanes * r + W * k, (S::Load(g + kLanes * r + W * k) - mu) * f);
+      }
+    }
+    if constexpr (kRows > 1) {
+      const size_t tail = size - kLanes;
+#pragma GCC unroll 4
+      for (size_t k = 0; k < kPer; ++k) {
+        S::Store(out + tail + W * k, (S::Load(g + tail + W * k) - mu) * f);
+      }
+    } else {
+#pragma GCC unroll 4
+      for (size_t k = 0; k < kPer; ++k) {
+        const F a = (S::Load(g + W * k) - mu) * f;
+        S::Store(out + W * k, S::Select(last[k], a, S::Load(out + W * k)));
+      }
+    }
+  }
+}
+
+// UniformBlock for groups of `rows` rows, 1 to kSmallRows.
+template <int W, size_t... kRows>
+RLSCORE_VECTOR_INLINE void RunUniform(std::index_sequence<kRows...>, size_t rows, Block& b,
+                                      uint32_t size, const double* x, double* y, bool prefetch,
+                                      GroupStats* stats, const KernelOptions& o) {
+  ((rows == kRows + 1 ? UniformBlock<W, kRows + 1>(b, size, x, y, prefetch, stats, o) : void()),
+   ...);
 }
 
 // MergeTree of a full block's moments (n, mean, m2), W merges per instruction: Merge with
@@ -793,19 +946,15 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
     b.single_path = 0;
     b.has_empty = false;
     const size_t first_rows = (first_size + kLanes - 1) / kLanes;
+    GroupStats* stats = groups.data() + g0;
+    constexpr auto kBuckets = std::make_index_sequence<kSmallRows>();
     if (sizes_differ == 0 && !some_unscorable && first_rows <= kSmallRows &&
         b.offset[b.count - 1] + kLanes * first_rows <= s.rewards) {
-      // The common layout, every group the same small size: one bucket, in group order.
-      const size_t bucket = first_rows - 1;
-      const uint64_t* last = kLastRow.lanes[first_size - kLanes * bucket];
-      b.bucket_size[bucket] = b.count;
-      for (size_t j = 0; j < b.count; ++j) {
-        b.n[j] = static_cast<double>(first_size);
-        b.bucket_j[bucket][j] = static_cast<uint8_t>(j);
-        b.bucket_offset[bucket][j] = b.offset[j];
-        b.bucket_last[bucket][j] = last;
-        b.bucket_n[bucket][j] = static_cast<double>(first_size);
-      }
+      // The common layout, every group the same small size.
+      const bool next_block_inside =
+          2 * offset - block_offset <= s.rewards && g0 + 2 * b.count <= batch.group_sizes.size();
+      RunUniform<W>(kBuckets, first_rows, b, first_size, rewards + block_offset, out + block_offset,
+                    next_block_inside, stats, kernel_options);
     } else {
       for (size_t j = 0; j < b.count; ++j) {
         const size_t size = b.size[j];
@@ -827,23 +976,20 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
         b.bucket_last[bucket][i] = kLastRow.lanes[size - kLanes * bucket];
         b.bucket_n[bucket][i] = static_cast<double>(size);
       }
-    }
-    for (size_t bucket = 0; bucket < kSmallRows; ++bucket) {
-      for (size_t i = b.bucket_size[bucket]; i % Block::kPad != 0; ++i) {
-        b.bucket_j[bucket][i] = b.bucket_j[bucket][0];
-        b.bucket_offset[bucket][i] = b.bucket_offset[bucket][0];
-        b.bucket_last[bucket][i] = b.bucket_last[bucket][0];
-        b.bucket_n[bucket][i] = b.bucket_n[bucket][0];
+      for (size_t bucket = 0; bucket < kSmallRows; ++bucket) {
+        for (size_t i = b.bucket_size[bucket]; i % Block::kPad != 0; ++i) {
+          b.bucket_j[bucket][i] = b.bucket_j[bucket][0];
+          b.bucket_offset[bucket][i] = b.bucket_offset[bucket][0];
+          b.bucket_last[bucket][i] = b.bucket_last[bucket][0];
+          b.bucket_n[bucket][i] = b.bucket_n[bucket][0];
+        }
       }
-    }
-
-    GroupStats* stats = groups.data() + g0;
-    constexpr auto kBuckets = std::make_index_sequence<kSmallRows>();
-    RunPass<W, Pass::kSums>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
-    RunPass<W, Pass::kSquares>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
-    RunPass<W, Pass::kSpreads>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
-    if (kernel_options.write) {
-      RunPass<W, Pass::kWrite>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
+      RunPass<W, Pass::kSums>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
+      RunPass<W, Pass::kSquares>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
+      RunPass<W, Pass::kSpreads>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
+      if (kernel_options.write) {
+        RunPass<W, Pass::kWrite>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
+      }
     }
     if (!batch_normalized) {
       s.groups_by_cause[0] += b.count - static_cast<size_t>(std::popcount(b.single_path));
