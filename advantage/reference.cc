@@ -468,8 +468,12 @@ struct Block {
   double bucket_n[kSmallRows][kBlockGroups + kPad];
   size_t rewards = 0;  // in the batch
   // The kernels ask for the lines of the same groups one block ahead (this block's number of
-  // rewards): they visit groups by bucket, which the hardware prefetcher does not follow, and
-  // the advantages are written in bursts, a block at a time, which stall on lines not yet there.
+  // rewards; 0 when that would run past the batch), a group at a time in every pass: the first
+  // rows of its rewards in the first pass, the other rows in the second, the block's statistics
+  // in the third, its advantages in the last. Asked for all at once, they fill the core's miss
+  // buffers and stall the pass that asks; not asked for, the next block's first pass waits on
+  // memory, because the hardware prefetcher does not run ahead while the passes stay in cache
+  // (and does not follow the order of buckets).
   size_t prefetch_distance = 0;
   // Bit j: group j takes the single-group path, statistics and advantages (it is not small, or
   // not normal). The kernels finish the others.
@@ -564,6 +568,7 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
   using U = typename S::U;
   constexpr size_t kPer = S::kPerRow;
   constexpr size_t kBucket = kRows - 1;
+  constexpr size_t kFirstRows = (kRows + 1) / 2;  // the rows whose next lines the sums ask for
   const uint8_t* js = &b.bucket_j[kBucket][i];
   struct {
     const double* x[W];
@@ -581,15 +586,9 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
     F lanes[W] = {};
     for (size_t h = 0; h < valid; ++h) {
       F v[kPer] = {};
-      // The same lines one block ahead (Block::prefetch_distance).
-      const size_t ahead = b.bucket_offset[kBucket][i + h] + b.prefetch_distance;
-      if (ahead + kLanes * kRows <= b.rewards) {
-#pragma GCC unroll 8
-        for (size_t r = 0; r < kRows; ++r) {
-          __builtin_prefetch(rewards + ahead + kLanes * r, 0, 2);
-          if (o.write) __builtin_prefetch(out + ahead + kLanes * r, 1, 3);
-        }
-      }
+      const double* next = g.x[h] + b.prefetch_distance;
+#pragma GCC unroll 4
+      for (size_t r = 0; r < kFirstRows; ++r) __builtin_prefetch(next + kLanes * r, 0, 3);
 #pragma GCC unroll 8
       for (size_t r = 0; r < kRows; ++r) {
 #pragma GCC unroll 4
@@ -612,6 +611,9 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
     F squares[W];
     for (size_t h = 0; h < valid; ++h) {
       F v[kPer] = {};
+      const double* next = g.x[h] + b.prefetch_distance;
+#pragma GCC unroll 4
+      for (size_t r = kFirstRows; r < kRows; ++r) __builtin_prefetch(next + kLanes * r, 0, 3);
       const F mu = S::Splat(mean[h]);
 #pragma GCC unroll 8
       for (size_t r = 0; r < kRows; ++r) {
@@ -628,6 +630,11 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
     for (size_t h = valid; h < W; ++h) squares[h] = squares[0];  // unused lanes
     state.m2[c] = S::ReduceGroups(squares);
   } else if constexpr (kPass == Pass::kSpreads) {
+    if (b.prefetch_distance != 0 && c * W < b.count) {
+      const char* next = reinterpret_cast<const char*>(stats + b.count + c * W);
+#pragma GCC unroll 4
+      for (size_t k = 0; k < W * sizeof(GroupStats); k += 64) __builtin_prefetch(next + k, 1, 3);
+    }
     const F mean = state.mean[c];
     const F m2 = state.m2[c];
     F std, factor;
@@ -655,11 +662,15 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
     const F factor = state.factor[c];
     const U normal = state.normal[c];
     for (size_t h = 0; h < valid; ++h) {
+      double* y = out + b.bucket_offset[kBucket][i + h];
+#pragma GCC unroll 8
+      for (size_t r = 0; r < kRows; ++r) {
+        __builtin_prefetch(y + b.prefetch_distance + kLanes * r, 1, 3);
+      }
       if (normal[h] == 0) continue;
       const F mu = S::Splat(mean[h]);
       const F f = S::Splat(factor[h]);
       const double* x = g.x[h];
-      double* y = out + b.bucket_offset[kBucket][i + h];
 #pragma GCC unroll 8
       for (size_t r = 0; r + 1 < kRows; ++r) {
 #pragma GCC unroll 4
@@ -706,12 +717,12 @@ RLSCORE_VECTOR_INLINE void RunPass(std::index_sequence<kBuckets...>, Block& b, C
 // A block whose groups all have `size` entries in kRows rows, every entry scorable, one after
 // the other from `x`, the last group's last row readable whole: the arithmetic of ChunkPass with
 // each group's place computed instead of looked up, the statistics stored a chunk at a time, μ
-// and the factor broadcast from the block's arrays. The groups past the last whole chunk of W
-// take the single-group path, like every group the kernels do not finish. `prefetch` says that
-// a next block as large as this one lies inside the batch, rewards and groups.
+// and the factor broadcast from the block's arrays, the next block's lines asked for as
+// Block::prefetch_distance says. The groups past the last whole chunk of W take the
+// single-group path, like every group the kernels do not finish.
 template <int W, size_t kRows>
 RLSCORE_VECTOR_INLINE void UniformBlock(Block& b, uint32_t size, const double* x, double* y,
-                                        bool prefetch, GroupStats* stats, const KernelOptions& o) {
+                                        GroupStats* stats, const KernelOptions& o) {
   using S = Simd<W>;
   using F = typename S::F;
   using U = typename S::U;
@@ -728,12 +739,7 @@ RLSCORE_VECTOR_INLINE void UniformBlock(Block& b, uint32_t size, const double* x
   alignas(64) double std[kBlockGroups];
   alignas(64) double factor[kBlockGroups];
 
-  // The next block's lines, asked for a group at a time in every pass: the first rows of its
-  // rewards in the first pass, the other rows in the second, its statistics in the third, its
-  // advantages in the last. Asked for all at once, they fill the core's miss buffers and stall
-  // the pass that asks; not asked for, the next block's first pass waits on memory, because the
-  // hardware prefetcher does not run ahead while the passes stay in cache.
-  const size_t ahead = prefetch ? b.count * size : 0;
+  const size_t ahead = b.prefetch_distance;
   constexpr size_t kFirstRows = (kRows + 1) / 2;
 
   // CanonicalSum, without the +0.0 it starts from: that changes only the sign of a zero sum, and
@@ -786,7 +792,7 @@ RLSCORE_VECTOR_INLINE void UniformBlock(Block& b, uint32_t size, const double* x
     S::Store(&b.m2[j], S::ReduceGroups(squares));
   }
   for (size_t j = 0; j < whole; j += W) {
-    if (prefetch) {
+    if (ahead != 0) {
       const char* next = reinterpret_cast<const char*>(stats + b.count + j);
 #pragma GCC unroll 4
       for (size_t i = 0; i < W * sizeof(GroupStats); i += 64) __builtin_prefetch(next + i, 1, 3);
@@ -841,10 +847,9 @@ RLSCORE_VECTOR_INLINE void UniformBlock(Block& b, uint32_t size, const double* x
 // UniformBlock for groups of `rows` rows, 1 to kSmallRows.
 template <int W, size_t... kRows>
 RLSCORE_VECTOR_INLINE void RunUniform(std::index_sequence<kRows...>, size_t rows, Block& b,
-                                      uint32_t size, const double* x, double* y, bool prefetch,
-                                      GroupStats* stats, const KernelOptions& o) {
-  ((rows == kRows + 1 ? UniformBlock<W, kRows + 1>(b, size, x, y, prefetch, stats, o) : void()),
-   ...);
+                                      uint32_t size, const double* x, double* y, GroupStats* stats,
+                                      const KernelOptions& o) {
+  ((rows == kRows + 1 ? UniformBlock<W, kRows + 1>(b, size, x, y, stats, o) : void()), ...);
 }
 
 // MergeTree of a full block's moments (n, mean, m2), W merges per instruction: Merge with
@@ -942,7 +947,11 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
     }
     std::fill(std::begin(b.bucket_size), std::end(b.bucket_size), 0);
     b.rewards = s.rewards;
-    b.prefetch_distance = offset - block_offset;
+    // Zero where the next block, taken as large as this one, would run past the batch.
+    b.prefetch_distance =
+        2 * offset - block_offset <= s.rewards && g0 + 2 * b.count <= batch.group_sizes.size()
+            ? offset - block_offset
+            : 0;
     b.single_path = 0;
     b.has_empty = false;
     const size_t first_rows = (first_size + kLanes - 1) / kLanes;
@@ -951,10 +960,8 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
     if (sizes_differ == 0 && !some_unscorable && first_rows <= kSmallRows &&
         b.offset[b.count - 1] + kLanes * first_rows <= s.rewards) {
       // The common layout, every group the same small size.
-      const bool next_block_inside =
-          2 * offset - block_offset <= s.rewards && g0 + 2 * b.count <= batch.group_sizes.size();
       RunUniform<W>(kBuckets, first_rows, b, first_size, rewards + block_offset, out + block_offset,
-                    next_block_inside, stats, kernel_options);
+                    stats, kernel_options);
     } else {
       for (size_t j = 0; j < b.count; ++j) {
         const size_t size = b.size[j];
