@@ -371,11 +371,10 @@ struct Simd {
   RLSCORE_VECTOR_INLINE static F Select(const U& mask, const F& a, const F& b) {
     return FromBits((Bits(a) & mask) | (Bits(b) & ~mask));
   }
-  // All ones where x is finite.
-  RLSCORE_VECTOR_INLINE static U Finite(const F& x) {
-    const U magnitude = Bits(x) & ~SplatBits(uint64_t{1} << 63);
-    return MaskBits(magnitude < SplatBits(std::bit_cast<uint64_t>(HUGE_VAL)));
-  }
+  // All ones where x is finite: x - x is +0.0 for every finite x (exactly, however large), NaN
+  // for ±Inf and NaN. (A compare of the magnitude's bits costs several instructions on AVX2,
+  // which has no unsigned 64-bit compare.)
+  RLSCORE_VECTOR_INLINE static U Finite(const F& x) { return MaskBits(x - x == F{}); }
 
   // The even lanes of the 2W values lo:hi in `even`, the odd ones in `odd`.
   template <typename V>
@@ -963,10 +962,12 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
       RunUniform<W>(kBuckets, first_rows, b, first_size, rewards + block_offset, out + block_offset,
                     stats, kernel_options);
     } else {
+      // Only near the end of the batch can a group's last row run past it.
+      const bool near_end = offset + kLanes * kSmallRows > s.rewards;
       for (size_t j = 0; j < b.count; ++j) {
         const size_t size = b.size[j];
         const size_t rows = (size + kLanes - 1) / kLanes;
-        bool small = rows <= kSmallRows && b.offset[j] + kLanes * rows <= s.rewards;
+        bool small = rows <= kSmallRows && (!near_end || b.offset[j] + kLanes * rows <= s.rewards);
         if (small && some_unscorable) {
           const Outcome* o = batch.outcomes.data() + b.offset[j];
           small = std::find(o, o + size, Outcome::kUnscorable) == o + size;
