@@ -468,8 +468,8 @@ struct Block {
   size_t rewards = 0;  // in the batch
   // The kernels ask for the lines of the same groups one block ahead (this block's number of
   // rewards; 0 when that would run past the batch), a group at a time in every pass: the first
-  // rows of its rewards in the first pass, the other rows in the second, the block's statistics
-  // in the third, its advantages in the last. Asked for all at once, they fill the core's miss
+  // rows of its rewards in the first pass, the other rows and the block's statistics in the
+  // second, its advantages in the last. Asked for all at once, they fill the core's miss
   // buffers and stall the pass that asks; not asked for, the next block's first pass waits on
   // memory, because the hardware prefetcher does not run ahead while the passes stay in cache
   // (and does not follow the order of buckets).
@@ -496,9 +496,11 @@ struct KernelOptions {
 };
 
 // What the passes over a block's chunks hand on to the next pass. The work is split into passes
-// over all chunks (sums and μ; Σ(x - μ)²; σ and factor; advantages) because one chunk's chain of
-// dependent operations (fold, divide, fold, divide, square root, divide) is long: the other
-// chunks' independent work between its steps hides it.
+// over all chunks (sums and μ; Σ(x - μ)², σ and the factor; advantages) because one chunk's chain
+// of dependent operations (fold, divide, fold, divide, square root, divide) is long: the other
+// chunks' independent work between its steps hides it. σ and the factor follow Σ(x - μ)² in the
+// same pass, so that the divider works while the next chunk's squares are loaded and summed,
+// rather than alone in a pass of its own.
 template <int W>
 struct Chunks {
   using F = typename Simd<W>::F;
@@ -508,7 +510,6 @@ struct Chunks {
   // Per chunk, lane h for its group h.
   F n[kMax];
   F mean[kMax];
-  F m2[kMax];
   F factor[kMax];
   // All ones while the group is normal as far as the passes so far can tell: finite, provably
   // not identical (kIdenticalSpread), Σ(x - μ)² not rescaled, two or more entries, σ not below
@@ -516,7 +517,7 @@ struct Chunks {
   U normal[kMax];
 };
 
-enum class Pass { kSums, kSquares, kSpreads, kWrite };
+enum class Pass { kSums, kSpreads, kWrite };
 
 // StdFromM2 and Factor of W groups of n entries (n - 1 is exact, n < 2^53), and which of them
 // the kernels finish: all ones where the group is normal (Chunks::normal), given `finite_sum`,
@@ -604,7 +605,7 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
     state.n[c] = n;
     state.mean[c] = sum / n;
     state.normal[c] = S::Finite(sum);
-  } else if constexpr (kPass == Pass::kSquares) {
+  } else if constexpr (kPass == Pass::kSpreads) {
     // CanonicalSumSquaredDeviations.
     const F mean = state.mean[c];
     F squares[W];
@@ -627,15 +628,13 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
       squares[h] = S::FoldRow(v);
     }
     for (size_t h = valid; h < W; ++h) squares[h] = squares[0];  // unused lanes
-    state.m2[c] = S::ReduceGroups(squares);
-  } else if constexpr (kPass == Pass::kSpreads) {
+    const F m2 = S::ReduceGroups(squares);
     if (b.prefetch_distance != 0 && c * W < b.count) {
       const char* next = reinterpret_cast<const char*>(stats + b.count + c * W);
 #pragma GCC unroll 4
       for (size_t k = 0; k < W * sizeof(GroupStats); k += 64) __builtin_prefetch(next + k, 1, 3);
     }
-    const F mean = state.mean[c];
-    const F m2 = state.m2[c];
+    // StdFromM2 and Factor.
     F std, factor;
     const U normal = Spreads<W>(state.n[c], mean, m2, state.normal[c], o, &std, &factor);
     state.factor[c] = factor;
@@ -765,7 +764,8 @@ RLSCORE_VECTOR_INLINE void UniformBlock(Block& b, uint32_t size, const double* x
     S::Store(&b.mean[j], sum / n);
     finite_sum[j / W] = S::Finite(sum);
   }
-  // CanonicalSumSquaredDeviations (a square is never -0.0: the +0.0 start changes nothing).
+  // CanonicalSumSquaredDeviations (a square is never -0.0: the +0.0 start changes nothing), then
+  // StdFromM2 and Factor in the same pass (Chunks says why).
   for (size_t j = 0; j < whole; j += W) {
     F squares[W];
     for (size_t h = 0; h < W; ++h) {
@@ -788,17 +788,15 @@ RLSCORE_VECTOR_INLINE void UniformBlock(Block& b, uint32_t size, const double* x
       }
       squares[h] = S::FoldRow(v);
     }
-    S::Store(&b.m2[j], S::ReduceGroups(squares));
-  }
-  for (size_t j = 0; j < whole; j += W) {
+    const F m2 = S::ReduceGroups(squares);
+    S::Store(&b.m2[j], m2);
     if (ahead != 0) {
       const char* next = reinterpret_cast<const char*>(stats + b.count + j);
 #pragma GCC unroll 4
       for (size_t i = 0; i < W * sizeof(GroupStats); i += 64) __builtin_prefetch(next + i, 1, 3);
     }
     F sd, f;
-    const U normal =
-        Spreads<W>(n, S::Load(&b.mean[j]), S::Load(&b.m2[j]), finite_sum[j / W], o, &sd, &f);
+    const U normal = Spreads<W>(n, S::Load(&b.mean[j]), m2, finite_sum[j / W], o, &sd, &f);
     S::Store(&std[j], sd);
     S::Store(&factor[j], f);
     S::Store(&b.n[j], n);
@@ -993,7 +991,6 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
         }
       }
       RunPass<W, Pass::kSums>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
-      RunPass<W, Pass::kSquares>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
       RunPass<W, Pass::kSpreads>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
       if (kernel_options.write) {
         RunPass<W, Pass::kWrite>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
