@@ -581,11 +581,12 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
 
   if constexpr (kPass == Pass::kSums) {
     // CanonicalSumAndIdentity's sum, then μ as for rewards that are not identical: whether they
-    // are is told from Σ(x - μ)² (kIdenticalSpread), not from their bits.
+    // are is told from Σ(x - μ)² (kIdenticalSpread), not from their bits. Without the +0.0 the
+    // sum starts from, as in UniformBlock.
     const F n = S::Load(&b.bucket_n[kBucket][i]);
-    F lanes[W] = {};
+    F lanes[W];
     for (size_t h = 0; h < valid; ++h) {
-      F v[kPer] = {};
+      F v[kPer];
       const double* next = g.x[h] + b.prefetch_distance;
 #pragma GCC unroll 4
       for (size_t r = 0; r < kFirstRows; ++r) __builtin_prefetch(next + kLanes * r, 0, 3);
@@ -595,7 +596,7 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
         for (size_t k = 0; k < kPer; ++k) {
           U e = S::Bits(S::Load(g.x[h] + kLanes * r + W * k));
           if (r + 1 == kRows) e &= S::LoadBits(g.last[h] + W * k);
-          v[k] += S::FromBits(e);
+          v[k] = r == 0 ? S::FromBits(e) : v[k] + S::FromBits(e);
         }
       }
       lanes[h] = S::FoldRow(v);
@@ -606,11 +607,11 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
     state.mean[c] = sum / n;
     state.normal[c] = S::Finite(sum);
   } else if constexpr (kPass == Pass::kSpreads) {
-    // CanonicalSumSquaredDeviations.
+    // CanonicalSumSquaredDeviations (a square is never -0.0: the +0.0 start changes nothing).
     const F mean = state.mean[c];
     F squares[W];
     for (size_t h = 0; h < valid; ++h) {
-      F v[kPer] = {};
+      F v[kPer];
       const double* next = g.x[h] + b.prefetch_distance;
 #pragma GCC unroll 4
       for (size_t r = kFirstRows; r < kRows; ++r) __builtin_prefetch(next + kLanes * r, 0, 3);
@@ -622,7 +623,7 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
           const F d = S::Load(g.x[h] + kLanes * r + W * k) - mu;
           F t = d * d;
           if (r + 1 == kRows) t = S::FromBits(S::Bits(t) & S::LoadBits(g.last[h] + W * k));
-          v[k] += t;
+          v[k] = r == 0 ? t : v[k] + t;
         }
       }
       squares[h] = S::FoldRow(v);
