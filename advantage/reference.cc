@@ -555,6 +555,38 @@ RLSCORE_VECTOR_INLINE typename Simd<W>::U Spreads(const typename Simd<W>::F& n,
          S::MaskBits(m2 > identical_bound) & ~single & ~S::MaskBits(*std < S::Splat(o.threshold));
 }
 
+// WriteGroup of a normal group of `size` entries in kRows rows, from x to y: (x - μ) · f. A
+// group of one row keeps what y holds past its end (`last`: its kLastRow lanes).
+template <int W, size_t kRows>
+RLSCORE_VECTOR_INLINE void WriteRows(const double* x, double* y, size_t size,
+                                     const typename Simd<W>::F& mu, const typename Simd<W>::F& f,
+                                     const uint64_t* last) {
+  using S = Simd<W>;
+  constexpr size_t kPer = S::kPerRow;
+#pragma GCC unroll 8
+  for (size_t r = 0; r + 1 < kRows; ++r) {
+#pragma GCC unroll 4
+    for (size_t k = 0; k < kPer; ++k) {
+      S::Store(y + kLanes * r + W * k, (S::Load(x + kLanes * r + W * k) - mu) * f);
+    }
+  }
+  if constexpr (kRows > 1) {
+    // The last kLanes entries of the group, which overlap the row before: whole vectors, all
+    // inside the group, nothing to mask.
+    const size_t tail = size - kLanes;
+#pragma GCC unroll 4
+    for (size_t k = 0; k < kPer; ++k) {
+      S::Store(y + tail + W * k, (S::Load(x + tail + W * k) - mu) * f);
+    }
+  } else {
+#pragma GCC unroll 4
+    for (size_t k = 0; k < kPer; ++k) {
+      const typename S::F a = (S::Load(x + W * k) - mu) * f;
+      S::Store(y + W * k, S::Select(S::LoadBits(last + W * k), a, S::Load(y + W * k)));
+    }
+  }
+}
+
 // One pass over chunk `c`: entries [i, i + valid) of bucket kRows - 1 (the entries past `valid`
 // repeat a group of the bucket and are ignored). Sums read a group's last row whole, past its
 // end (the bucket's entries are chosen so that this stays inside the rewards) and mask out the
@@ -667,32 +699,8 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
         __builtin_prefetch(y + b.prefetch_distance + kLanes * r, 1, 3);
       }
       if (normal[h] == 0) continue;
-      const F mu = S::Splat(mean[h]);
-      const F f = S::Splat(factor[h]);
-      const double* x = g.x[h];
-#pragma GCC unroll 8
-      for (size_t r = 0; r + 1 < kRows; ++r) {
-#pragma GCC unroll 4
-        for (size_t k = 0; k < kPer; ++k) {
-          S::Store(y + kLanes * r + W * k, (S::Load(x + kLanes * r + W * k) - mu) * f);
-        }
-      }
-      if constexpr (kRows > 1) {
-        // The last kLanes entries of the group, which overlap the row before: whole vectors,
-        // all inside the group, nothing to mask.
-        const size_t tail = b.size[js[h]] - kLanes;
-#pragma GCC unroll 4
-        for (size_t k = 0; k < kPer; ++k) {
-          S::Store(y + tail + W * k, (S::Load(x + tail + W * k) - mu) * f);
-        }
-      } else {
-        // A single row: the lanes past the group keep what `out` holds there.
-#pragma GCC unroll 4
-        for (size_t k = 0; k < kPer; ++k) {
-          const F a = (S::Load(x + W * k) - mu) * f;
-          S::Store(y + W * k, S::Select(S::LoadBits(g.last[h] + W * k), a, S::Load(y + W * k)));
-        }
-      }
+      WriteRows<W, kRows>(g.x[h], y, b.size[js[h]], S::Splat(mean[h]), S::Splat(factor[h]),
+                          g.last[h]);
     }
   }
 }
@@ -729,10 +737,9 @@ RLSCORE_VECTOR_INLINE void UniformBlock(Block& b, uint32_t size, const double* x
   const size_t whole = b.count / W * W;
   const uint64_t in_block = b.count == kBlockGroups ? kAllOnes : (uint64_t{1} << b.count) - 1;
   b.single_path = whole == kBlockGroups ? 0 : in_block & (kAllOnes << whole);
+  const uint64_t* last_lanes = kLastRow.lanes[size - kLanes * (kRows - 1)];
   U last[kPer];
-  for (size_t k = 0; k < kPer; ++k) {
-    last[k] = S::LoadBits(kLastRow.lanes[size - kLanes * (kRows - 1)] + W * k);
-  }
+  for (size_t k = 0; k < kPer; ++k) last[k] = S::LoadBits(last_lanes + W * k);
   const F n = S::Splat(static_cast<double>(size));
   U finite_sum[kBlockGroups / W];
   alignas(64) double std[kBlockGroups];
@@ -810,35 +817,14 @@ RLSCORE_VECTOR_INLINE void UniformBlock(Block& b, uint32_t size, const double* x
     stats[j] = GroupStats{.mean = b.mean[j], .std = std[j], .scorable = size};
   }
   if (!o.write) return;
-  // WriteGroup of the normal groups, as in ChunkPass.
+  // WriteGroup of the normal groups.
   for (size_t j = 0; j < whole; ++j) {
     double* out = y + j * size;
 #pragma GCC unroll 8
     for (size_t r = 0; r < kRows; ++r) __builtin_prefetch(out + ahead + kLanes * r, 1, 3);
     if ((b.single_path >> j & 1) != 0) continue;
-    const F mu = S::Splat(b.mean[j]);
-    const F f = S::Splat(factor[j]);
-    const double* g = x + j * size;
-#pragma GCC unroll 8
-    for (size_t r = 0; r + 1 < kRows; ++r) {
-#pragma GCC unroll 4
-      for (size_t k = 0; k < kPer; ++k) {
-        S::Store(out + kLanes * r + W * k, (S::Load(g + kLanes * r + W * k) - mu) * f);
-      }
-    }
-    if constexpr (kRows > 1) {
-      const size_t tail = size - kLanes;
-#pragma GCC unroll 4
-      for (size_t k = 0; k < kPer; ++k) {
-        S::Store(out + tail + W * k, (S::Load(g + tail + W * k) - mu) * f);
-      }
-    } else {
-#pragma GCC unroll 4
-      for (size_t k = 0; k < kPer; ++k) {
-        const F a = (S::Load(g + W * k) - mu) * f;
-        S::Store(out + W * k, S::Select(last[k], a, S::Load(out + W * k)));
-      }
-    }
+    WriteRows<W, kRows>(x + j * size, out, size, S::Splat(b.mean[j]), S::Splat(factor[j]),
+                        last_lanes);
   }
 }
 
