@@ -465,7 +465,6 @@ struct Block {
   size_t bucket_offset[kSmallRows][kBlockGroups + kPad];
   const uint64_t* bucket_last[kSmallRows][kBlockGroups + kPad];  // kLastRow of its last row
   double bucket_n[kSmallRows][kBlockGroups + kPad];
-  size_t rewards = 0;  // in the batch
   // The kernels ask for the lines of the same groups one block ahead (this block's number of
   // rewards; 0 when that would run past the batch), a group at a time in every pass: the first
   // rows of its rewards in the first pass, the other rows and the block's statistics in the
@@ -930,7 +929,6 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
       some_unscorable = std::find(o + block_offset, o + offset, Outcome::kUnscorable) != o + offset;
     }
     std::fill(std::begin(b.bucket_size), std::end(b.bucket_size), 0);
-    b.rewards = s.rewards;
     // Zero where the next block, taken as large as this one, would run past the batch.
     b.prefetch_distance =
         2 * offset - block_offset <= s.rewards && g0 + 2 * b.count <= batch.group_sizes.size()
