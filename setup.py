@@ -6,7 +6,7 @@ engine, linked statically) and the generated rlscore.v1 / rlscore.config.v1 mess
     RLSCORE_CMAKE_BUILD_DIR=build pip install --no-build-isolation .   # reuses a configured tree
 
 The build runs scripts/build.sh, which installs missing Debian packages (scripts/setup.sh) and the
-pinned tree-sitter grammars (scripts/fetch_grammars.sh) first, as every build here does.
+pinned tree-sitter grammars and simdjson (scripts/fetch_sources.sh) first, as every build here does.
 """
 
 import glob

@@ -422,7 +422,7 @@ bool RolloutReader::ReadFast(std::string_view line, Rollout* rollout) {
   for (auto member : object) {
     ondemand::field field;
     std::string_view key;
-    if (std::move(member).get(field) || field.unescaped_key().get(key)) return false;
+    if (std::move(member).get(field) || field.unescaped_key(false).get(key)) return false;
     ondemand::value value = field.value();
     int which = 0;
     while (which < kFields && *keys[which] != key) ++which;

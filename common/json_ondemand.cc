@@ -25,7 +25,7 @@ bool SkipContainerChecked(ondemand::value value, ondemand::json_type type, int d
   for (auto member : object) {
     ondemand::field field;
     std::string_view key;
-    if (std::move(member).get(field) || field.unescaped_key().get(key)) return false;
+    if (std::move(member).get(field) || field.unescaped_key(false).get(key)) return false;
     if (!SkipChecked(field.value(), depth + 1)) return false;
   }
   return true;

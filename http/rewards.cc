@@ -287,7 +287,7 @@ bool ReadFields(ondemand::document& doc, ondemand::object& object,
   for (auto member : object) {
     ondemand::field field;
     std::string_view key;
-    if (std::move(member).get(field) || field.unescaped_key().get(key)) return false;
+    if (std::move(member).get(field) || field.unescaped_key(false).get(key)) return false;
     size_t which = 0;
     while (which < N && keys[which] != key) ++which;
     if (which == N) {

@@ -8,11 +8,11 @@ packages=(
   g++ cmake ninja-build pkg-config clang-format
   # service
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev libre2-dev
-  prometheus-cpp-dev nlohmann-json3-dev libsimdjson-dev libcivetweb-dev
+  prometheus-cpp-dev nlohmann-json3-dev libcivetweb-dev
   # scorers: Unicode character data for the IF task's words and case
   libutf8proc-dev
-  # scorers: the tree-sitter runtime; scripts/fetch_grammars.sh fetches the grammars from the npm
-  # registry with curl at pinned versions and checks their sha512 with openssl
+  # scorers: the tree-sitter runtime; scripts/fetch_sources.sh fetches the grammars (and simdjson)
+  # from the npm registry with curl at pinned versions and checks their sha512 with openssl
   libtree-sitter-dev curl ca-certificates openssl
   # tests and benchmarks
   libgtest-dev libgmock-dev libbenchmark-dev

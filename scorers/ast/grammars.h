@@ -6,7 +6,7 @@
 //   ts_parser_set_language(parser, LanguageOf(GrammarOf(*lang)));
 //
 // The grammars are generated C fetched at set-up time at pinned ABI-14 versions
-// (scripts/fetch_grammars.sh); Debian 12's runtime loads ABI 13-14 only.
+// (scripts/fetch_sources.sh); Debian 12's runtime loads ABI 13-14 only.
 #pragma once
 
 #include <cstdint>

@@ -102,7 +102,7 @@ until health >/dev/null; do
 done
 echo "fresh_debian_test: scripts/run.sh set up, built and served in $(( $(date +%s) - start )) s"
 health
-grep -E '^setup: installing|^fetch_grammars: ' "$log" | cut -c1-200
+grep -E '^setup: installing|^fetch_sources: ' "$log" | cut -c1-200
 
 # SIGTERM to the server: unshare's child, the PID namespace's first process, which run.sh's
 # exec made `rlscore serve` (read from /proc: minbase has no procps).
