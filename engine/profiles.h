@@ -24,10 +24,12 @@ namespace rlscore::engine {
 struct ServiceProfile {
   scorers::Profile reward;
   advantage::Options advantage;
-  // Hex FNV-1a 64 of the canonical text form of the complete profile (every field set) and the
-  // rlscore version: equal hashes mean equal rewards, across runs and machines.
+  // Hex FNV-1a 64 of `canonical` and the rlscore version: equal hashes mean equal rewards, across
+  // runs and machines.
   std::string hash;
-  std::string canonical_text;
+  // The complete profile (every field set) as a config::v1::Profile in protobuf's binary
+  // encoding, serialized deterministically.
+  std::string canonical;
 };
 
 // Named profiles; always holds "default". Copyable; immutable once the server starts.

@@ -10,6 +10,14 @@ namespace rlscore::engine {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
+
+// What a profile's hash covers, decoded.
+config::v1::Profile Canonical(const ServiceProfile& profile) {
+  config::v1::Profile content;
+  EXPECT_TRUE(content.ParseFromString(profile.canonical));
+  return content;
+}
 
 TEST(Config, DefaultsAreTheBuiltInConfiguration) {
   const ServerOptions options = DefaultServerOptions();
@@ -389,8 +397,9 @@ TEST(Profiles, AstRepetitionOptions) {
   EXPECT_FALSE(ast.languages[static_cast<size_t>(CodeLanguage::kC)]);
   EXPECT_FALSE(ast.languages[static_cast<size_t>(CodeLanguage::kJavaScript)]);
   // The options are part of the profile's content, and so of its hash.
-  EXPECT_THAT(code->canonical_text, HasSubstr("min_code_nodes: 25"));
-  EXPECT_THAT(code->canonical_text, HasSubstr("languages: \"cpp\""));
+  const config::v1::Profile code_content = Canonical(*code);
+  EXPECT_EQ(code_content.repetition().ast().min_code_nodes(), 25u);
+  EXPECT_THAT(code_content.repetition().ast().languages(), UnorderedElementsAre("python", "cpp"));
   const ServiceProfile* off = options.profiles.Find("no_ast").value();
   EXPECT_FALSE(off->reward.repetition.ast.enabled);
   EXPECT_NE(off->hash, options.profiles.Find("default").value()->hash);
@@ -421,11 +430,14 @@ TEST(Profiles, NgramRuleOptions) {
   ASSERT_TRUE(status.ok()) << status;
   const ServiceProfile* defaults = options.profiles.Find("default").value();
   EXPECT_EQ(defaults->reward.repetition.ngram.rule, scorers::NgramRule::kLoop);
-  EXPECT_THAT(defaults->canonical_text, HasSubstr("ngram_rule: NGRAM_RULE_LOOP"));
-  EXPECT_THAT(defaults->canonical_text, HasSubstr("loop_window: 200"));
+  const config::v1::Profile default_content = Canonical(*defaults);
+  EXPECT_EQ(default_content.repetition().ngram_rule(),
+            config::v1::RepetitionPenalty::NGRAM_RULE_LOOP);
+  EXPECT_EQ(default_content.repetition().loop_window(), 200u);
   const ServiceProfile* literal = options.profiles.Find("literal").value();
   EXPECT_EQ(literal->reward.repetition.ngram.rule, scorers::NgramRule::kLiteral);
-  EXPECT_THAT(literal->canonical_text, HasSubstr("ngram_rule: NGRAM_RULE_LITERAL"));
+  EXPECT_EQ(Canonical(*literal).repetition().ngram_rule(),
+            config::v1::RepetitionPenalty::NGRAM_RULE_LITERAL);
   EXPECT_NE(literal->hash, defaults->hash);
   const scorers::NgramOptions& tight =
       options.profiles.Find("tight_loop").value()->reward.repetition.ngram;
@@ -434,7 +446,7 @@ TEST(Profiles, NgramRuleOptions) {
   EXPECT_EQ(tight.recurrence_distance, 300u);
   EXPECT_EQ(tight.max_number_run, 0u);
   EXPECT_EQ(options.profiles.Find("tight_loop").value()->reward.repetition.max_reasoning_tags, 9u);
-  EXPECT_THAT(defaults->canonical_text, HasSubstr("max_reasoning_tags: 4"));
+  EXPECT_EQ(default_content.repetition().max_reasoning_tags(), 4u);
   EXPECT_NE(options.profiles.Find("tight_loop").value()->hash, defaults->hash);
 
   ServerOptions bad = DefaultServerOptions();
