@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/strip.h"
+#include "cli/enum_names.h"
 #include "common/strings.h"
 
 namespace rlscore::cli {
@@ -149,9 +149,8 @@ std::string RenderHtmlReport(const ReportData& data) {
     absl::StrAppendFormat(&html,
                           "<tr><th>%s</th><td class=\"count\">%d</td><td><span class=\"meter\" "
                           "style=\"width:%dpx\"></span></td></tr>\n",
-                          HtmlEscape(std::string(absl::StripPrefix(
-                              v1::Verdict_Name(static_cast<v1::Verdict>(v)), "VERDICT_"))),
-                          count, static_cast<int>(300 * count / most));
+                          HtmlEscape(std::string(VerdictName(static_cast<v1::Verdict>(v)))), count,
+                          static_cast<int>(300 * count / most));
   }
   absl::StrAppend(&html, "</table>\n");
 

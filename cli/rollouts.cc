@@ -10,7 +10,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
+#include "cli/enum_names.h"
 #include "common/json_input.h"
 #include "common/json_ondemand.h"
 #include "common/json_output.h"
@@ -206,10 +206,6 @@ absl::Status ReadFields(const Json& line, const FieldNames& names, Rollout* roll
   }
   ReadInstructionList(line, &item);
   return absl::OkStatus();
-}
-
-std::string EnumSuffix(const std::string& proto_name, std::string_view prefix) {
-  return std::string(absl::StripPrefix(proto_name, Sv(prefix)));
 }
 
 }  // namespace
@@ -509,8 +505,7 @@ void AppendResult(std::string* out, uint64_t line, std::string_view id_json,
   AppendJsonString(out, item.prompt_id());
   out->append(",\"reward\":");
   AppendJsonNumber(out, reward);
-  absl::StrAppend(out, ",\"verdict\":\"",
-                  EnumSuffix(v1::Verdict_Name(result.verdict()), "VERDICT_"), "\"");
+  absl::StrAppend(out, ",\"verdict\":\"", Sv(VerdictName(result.verdict())), "\"");
   const v1::RewardComponents& c = result.components();
   out->append(",\"components\":{\"accuracy\":");
   AppendJsonNumber(out, c.accuracy());
@@ -533,7 +528,7 @@ void AppendResult(std::string* out, uint64_t line, std::string_view id_json,
   if (result.has_repetition()) {
     const v1::RepetitionReport& r = result.repetition();
     absl::StrAppend(out, ",\"repetition\":{\"detector\":\"",
-                    EnumSuffix(v1::RepetitionDetector_Name(r.detector()), "REPETITION_DETECTOR_"),
+                    Sv(RepetitionDetectorName(r.detector())),
                     "\",\"char_offset\":", r.char_offset(), ",\"token_offset\":", r.token_offset(),
                     ",\"first_char_offset\":", r.first_char_offset(),
                     ",\"occurrences\":", r.occurrences(), ",\"detail\":");

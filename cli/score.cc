@@ -27,6 +27,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "cli/batch_scorer.h"
+#include "cli/enum_names.h"
 #include "cli/flags.h"
 #include "cli/input_pieces.h"
 #include "cli/report.h"
@@ -580,8 +581,7 @@ class ScoreRun {
 std::string VerdictCounts(const v1::ScoreAggregate& agg) {
   std::string out;
   for (int v = 1; v < agg.verdicts_size(); ++v) {
-    absl::StrAppend(&out, out.empty() ? "" : "  ",
-                    absl::StripPrefix(v1::Verdict_Name(static_cast<v1::Verdict>(v)), "VERDICT_"),
+    absl::StrAppend(&out, out.empty() ? "" : "  ", Sv(VerdictName(static_cast<v1::Verdict>(v))),
                     " ", agg.verdicts(v));
   }
   return out;
