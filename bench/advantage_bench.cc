@@ -31,8 +31,8 @@ namespace {
 
 constexpr int64_t kSizes[] = {1'000, 10'000, 100'000, 1'000'000, 10'000'000};
 
-// How the N rewards are cut into groups.
-enum class Layout { kGroupsOf16, kGroupsOf1024, kRagged };
+// How the N rewards are cut into groups, and (kSignedGroupsOf16) what they are.
+enum class Layout { kGroupsOf16, kGroupsOf1024, kRagged, kSignedGroupsOf16 };
 
 const char* LayoutName(Layout layout) {
   switch (layout) {
@@ -42,6 +42,8 @@ const char* LayoutName(Layout layout) {
       return "g1024";
     case Layout::kRagged:
       return "ragged1-64";
+    case Layout::kSignedGroupsOf16:
+      return "g16-signed";
   }
   return "?";
 }
@@ -56,19 +58,25 @@ struct Workload {
 
 // Rewards shaped like docs/DESIGN.md §1 totals: accuracy 0/1, the format reward, and a continuous
 // length penalty, so that almost every group has variance and takes the full path (statistics and
-// division); zero-variance groups would be cheaper.
+// division); zero-variance groups would be cheaper. kSignedGroupsOf16 has a -1/+1 verifier's
+// rewards instead, so that about half the groups' sums are negative: the kernels must take them
+// as fast as positive ones.
 Workload MakeWorkload(size_t n, Layout layout) {
   Workload w;
   std::mt19937_64 gen(42);
   std::bernoulli_distribution correct(0.5);
   std::uniform_real_distribution<double> length_penalty(-0.5, 0.0);
   w.rewards.resize(n);
-  for (double& r : w.rewards) r = (correct(gen) ? 1.1 : 0.1) + length_penalty(gen);
+  const bool signed_rewards = layout == Layout::kSignedGroupsOf16;
+  for (double& r : w.rewards) {
+    r = (correct(gen) ? (signed_rewards ? 1.0 : 1.1) : (signed_rewards ? -1.0 : 0.1)) +
+        length_penalty(gen);
+  }
   std::uniform_int_distribution<uint32_t> ragged(1, 64);
   for (size_t left = n; left > 0;) {
-    uint32_t size = layout == Layout::kGroupsOf16     ? 16
-                    : layout == Layout::kGroupsOf1024 ? 1024
-                                                      : ragged(gen);
+    uint32_t size = layout == Layout::kGroupsOf1024 ? 1024
+                    : layout == Layout::kRagged     ? ragged(gen)
+                                                    : 16;
     size = static_cast<uint32_t>(std::min<size_t>(size, left));
     w.sizes.push_back(size);
     left -= size;
@@ -120,12 +128,15 @@ void BM_Memcpy(benchmark::State& state) {
 // Interleaved by N, so that memcpy and the advantages it is compared with run next to each other.
 void RegisterAll() {
   const std::string ragged = std::string("advantages/") + LayoutName(Layout::kRagged);
+  const std::string signed16 = std::string("advantages/") + LayoutName(Layout::kSignedGroupsOf16);
   for (int64_t n : kSizes) {
     for (benchmark::internal::Benchmark* b : {
              benchmark::RegisterBenchmark("memcpy", BM_Memcpy),
              benchmark::RegisterBenchmark("advantages/g16", BM_Advantages, Layout::kGroupsOf16),
              benchmark::RegisterBenchmark("advantages/g1024", BM_Advantages, Layout::kGroupsOf1024),
              benchmark::RegisterBenchmark(ragged.c_str(), BM_Advantages, Layout::kRagged),
+             benchmark::RegisterBenchmark(signed16.c_str(), BM_Advantages,
+                                          Layout::kSignedGroupsOf16),
          }) {
       b->Arg(n)->UseRealTime()->Repetitions(3)->DisplayAggregatesOnly(true);
     }
@@ -165,7 +176,8 @@ void PrintTable(const CollectingReporter& reporter) {
               "ratio", "goal");
   for (int64_t n : kSizes) {
     const double copy = reporter.Rate("memcpy", n);
-    for (Layout layout : {Layout::kGroupsOf16, Layout::kGroupsOf1024, Layout::kRagged}) {
+    for (Layout layout :
+         {Layout::kGroupsOf16, Layout::kGroupsOf1024, Layout::kRagged, Layout::kSignedGroupsOf16}) {
       const double adv = reporter.Rate(std::string("advantages/") + LayoutName(layout), n);
       if (adv == 0.0 || copy == 0.0) continue;
       const double ratio = adv / copy;
