@@ -12,15 +12,24 @@
 // N, advantages GB/s, memcpy GB/s and their ratio, from the median of the repetitions.
 //
 // Google Benchmark flags work as usual (--benchmark_filter, --benchmark_min_time, ...).
+//
+// On a shared machine memcpy's rate drifts by a third within minutes, so a ratio of two rates
+// measured a minute apart moves with it. `--paired=P` measures the ratio instead, at N = 10^7 only
+// and without Google Benchmark: P times per layout, a memcpy of the rewards and then Compute on
+// them, each pair giving memcpy's time over Compute's; it prints the median ratio with its
+// quartiles (`./build-bench/bench/advantage_bench --paired=25`).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -188,10 +197,84 @@ void PrintTable(const CollectingReporter& reporter) {
   }
 }
 
+// The quantile q of `values` (sorted in place), by nearest rank.
+double Quantile(std::vector<double>& values, double q) {
+  std::sort(values.begin(), values.end());
+  return values[static_cast<size_t>(q * static_cast<double>(values.size() - 1) + 0.5)];
+}
+
+// --paired: see the top of this file.
+void RunPaired(int pairs) {
+  constexpr int kWarmup = 2;
+  const size_t n = static_cast<size_t>(kSizes[std::size(kSizes) - 1]);
+  const double bytes = static_cast<double>(n * sizeof(double));
+  std::printf(
+      "Advantages (GRPO defaults) vs memcpy of the same 8*N input bytes, N = %zu, in %d "
+      "alternating pairs; ratio = memcpy's time / Compute's, goal >= 0.5\n",
+      n, pairs);
+  std::printf("%10s %7s %7s %7s %16s %12s  %s\n", "layout", "ratio", "q1", "q3", "advantages GB/s",
+              "memcpy GB/s", "goal");
+  for (Layout layout :
+       {Layout::kGroupsOf16, Layout::kGroupsOf1024, Layout::kRagged, Layout::kSignedGroupsOf16}) {
+    Workload w = MakeWorkload(n, layout);
+    std::vector<double> copy(n, 0.0);
+    const Batch batch{.rewards = w.rewards, .group_sizes = w.sizes, .outcomes = {}};
+    const Options options;
+    BatchSummary summary;
+    std::vector<double> ratios, compute_rates, copy_rates;
+    for (int i = 0; i < kWarmup + pairs; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::memcpy(copy.data(), w.rewards.data(), n * sizeof(double));
+      benchmark::DoNotOptimize(copy.data());
+      const auto t1 = std::chrono::steady_clock::now();
+      const absl::Status status = Compute(batch, options, w.advantages, w.groups, &summary);
+      benchmark::DoNotOptimize(w.advantages.data());
+      const auto t2 = std::chrono::steady_clock::now();
+      if (!status.ok()) {
+        std::printf("%10s failed: %s\n", LayoutName(layout), std::string(status.message()).c_str());
+        break;
+      }
+      if (i < kWarmup) continue;
+      const double copy_s = std::chrono::duration<double>(t1 - t0).count();
+      const double compute_s = std::chrono::duration<double>(t2 - t1).count();
+      ratios.push_back(copy_s / compute_s);
+      compute_rates.push_back(bytes / compute_s);
+      copy_rates.push_back(bytes / copy_s);
+    }
+    if (ratios.empty()) continue;
+    const double ratio = Quantile(ratios, 0.5);
+    std::printf("%10s %7.3f %7.3f %7.3f %16.2f %12.2f  %s\n", LayoutName(layout), ratio,
+                Quantile(ratios, 0.25), Quantile(ratios, 0.75), Quantile(compute_rates, 0.5) / 1e9,
+                Quantile(copy_rates, 0.5) / 1e9, ratio >= 0.5 ? "met" : "MISSED");
+  }
+}
+
+// Takes --paired=P out of the arguments: P, or 0 when absent.
+int TakePairedFlag(int* argc, char** argv) {
+  constexpr std::string_view kFlag = "--paired=";
+  int pairs = 0;
+  int kept = 0;
+  for (int i = 0; i < *argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (i > 0 && arg.substr(0, kFlag.size()) == kFlag) {
+      pairs = std::max(1, std::atoi(argv[i] + kFlag.size()));
+      continue;
+    }
+    argv[kept++] = argv[i];
+  }
+  *argc = kept;
+  return pairs;
+}
+
 }  // namespace
 }  // namespace rlscore::advantage
 
 int main(int argc, char** argv) {
+  const int pairs = rlscore::advantage::TakePairedFlag(&argc, argv);
+  if (pairs > 0) {
+    rlscore::advantage::RunPaired(pairs);
+    return 0;
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   rlscore::advantage::RegisterAll();
