@@ -409,26 +409,12 @@ bool RolloutReader::ReadFast(std::string_view line, Rollout* rollout) {
     kExternalAccuracy,
     kFields
   };
-  const std::string* keys[kFields] = {
-      &names_.id,         &names_.prompt_id,        &names_.completion, &names_.reference,
-      &names_.references, &names_.num_tokens,       &names_.token_ids,  &names_.finished,
-      &names_.task,       &names_.external_accuracy};
-  bool seen[kFields] = {};
+  const std::string_view keys[kFields] = {
+      names_.id,         names_.prompt_id,        names_.completion, names_.reference,
+      names_.references, names_.num_tokens,       names_.token_ids,  names_.finished,
+      names_.task,       names_.external_accuracy};
   std::vector<std::string> references[2];  // "reference" first, then "references"
-  for (auto member : object) {
-    ondemand::field field;
-    std::string_view key;
-    if (std::move(member).get(field) || field.unescaped_key(false).get(key)) return false;
-    ondemand::value value = field.value();
-    int which = 0;
-    while (which < kFields && *keys[which] != key) ++which;
-    if (which == kFields) {
-      if (key == kInstructionIdList) return false;  // an IFEval row: the reference reads it
-      if (!SkipChecked(value, 1)) return false;
-      continue;
-    }
-    if (seen[which]) return false;
-    seen[which] = true;
+  const auto read = [&](size_t which, ondemand::value value) {
     bool ok = false;
     switch (static_cast<Field>(which)) {
       case kId:
@@ -488,9 +474,15 @@ bool RolloutReader::ReadFast(std::string_view line, Rollout* rollout) {
       case kFields:
         break;
     }
-    if (!ok) return false;
-  }
-  if (!json_ondemand::AtEnd(doc) || !seen[kCompletion]) return false;
+    return ok;
+  };
+  const auto other = [](std::string_view key, ondemand::value value) {
+    // An IFEval row: the reference reads its instruction list.
+    return key != kInstructionIdList && SkipChecked(value, 1);
+  };
+  uint64_t seen = 0;
+  if (!json_ondemand::ReadMembers(object, keys, read, other, &seen)) return false;
+  if (!json_ondemand::AtEnd(doc) || (seen >> kCompletion & 1) == 0) return false;
   for (std::vector<std::string>& list : references) {
     for (std::string& r : list) item.add_references(std::move(r));
   }

@@ -22,13 +22,8 @@ bool SkipContainerChecked(ondemand::value value, ondemand::json_type type, int d
   }
   ondemand::object object;
   if (value.get_object().get(object)) return false;
-  for (auto member : object) {
-    ondemand::field field;
-    std::string_view key;
-    if (std::move(member).get(field) || field.unescaped_key(false).get(key)) return false;
-    if (!SkipChecked(field.value(), depth + 1)) return false;
-  }
-  return true;
+  return ForEachMember(
+      object, [depth](std::string_view, ondemand::value v) { return SkipChecked(v, depth + 1); });
 }
 
 }  // namespace

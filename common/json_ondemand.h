@@ -12,8 +12,11 @@
 //   if (!json_ondemand::AtEnd(doc)) return Reference(text);
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "simdjson.h"
 
@@ -46,5 +49,37 @@ bool IsNull(ondemand::value value);
 // Whether the document ends after the value read from it: trailing text is an error for
 // nlohmann.
 bool AtEnd(ondemand::document& doc);
+
+// Calls on_member(key, value) for each member of `object` in order, the key unescaped; false as
+// soon as a member cannot be read or on_member answers false.
+template <typename OnMember>
+bool ForEachMember(ondemand::object& object, OnMember&& on_member) {
+  for (auto member : object) {
+    ondemand::field field;
+    std::string_view key;
+    if (std::move(member).get(field) || field.unescaped_key(false).get(key)) return false;
+    if (!on_member(key, field.value())) return false;
+  }
+  return true;
+}
+
+// The members of an object whose keys a reader knows: a member whose key is keys[i] goes to
+// read(i, value), any other to other(key, value), and bit i of `*seen` tells that keys[i] came.
+// A known key that comes twice is refused (false), like an unreadable member or a callback's
+// false: nlohmann keeps the last of them, and a reader that streams sees the first.
+template <size_t N, typename Read, typename Other>
+bool ReadMembers(ondemand::object& object, const std::string_view (&keys)[N], Read&& read,
+                 Other&& other, uint64_t* seen) {
+  static_assert(N <= 64, "one bit of *seen per key");
+  *seen = 0;
+  return ForEachMember(object, [&](std::string_view key, ondemand::value value) {
+    size_t which = 0;
+    while (which < N && keys[which] != key) ++which;
+    if (which == N) return other(key, value);
+    if ((*seen >> which & 1) != 0) return false;
+    *seen |= uint64_t{1} << which;
+    return read(which, value);
+  });
+}
 
 }  // namespace rlscore::json_ondemand

@@ -278,27 +278,17 @@ FastParser& ThreadParser() {
   return parser;
 }
 
-// Reads each field of `object` with `read(key, value)`; a key read twice (nlohmann keeps the
-// last), a field `read` refuses, or trailing text: false.
+// Reads each field of `object` with `read(which, value)`, `which` its index in `keys`, and skips
+// the others; a known key read twice, a field `read` refuses, or trailing text: false.
 template <size_t N, typename Read>
 bool ReadFields(ondemand::document& doc, ondemand::object& object,
                 const std::string_view (&keys)[N], Read read) {
-  bool seen[N] = {};
-  for (auto member : object) {
-    ondemand::field field;
-    std::string_view key;
-    if (std::move(member).get(field) || field.unescaped_key(false).get(key)) return false;
-    size_t which = 0;
-    while (which < N && keys[which] != key) ++which;
-    if (which == N) {
-      if (!SkipChecked(field.value(), 1)) return false;
-      continue;
-    }
-    if (seen[which]) return false;
-    seen[which] = true;
-    if (!read(which, field.value())) return false;
-  }
-  return json_ondemand::AtEnd(doc);
+  uint64_t seen = 0;
+  return json_ondemand::ReadMembers(
+             object, keys, read,
+             [](std::string_view, ondemand::value value) { return SkipChecked(value, 1); },
+             &seen) &&
+         json_ondemand::AtEnd(doc);
 }
 
 std::optional<v1::ScoreGroupsRequest> OpenRlhfFast(std::string_view body,
