@@ -40,8 +40,17 @@ namespace {
 
 constexpr int64_t kSizes[] = {1'000, 10'000, 100'000, 1'000'000, 10'000'000};
 
-// How the N rewards are cut into groups, and (kSignedGroupsOf16) what they are.
-enum class Layout { kGroupsOf16, kGroupsOf1024, kRagged, kSignedGroupsOf16 };
+// How the N rewards are cut into groups, and (kSignedGroupsOf16, kUnscorableGroupsOf16) what
+// they are.
+enum class Layout {
+  kGroupsOf16,
+  kGroupsOf1024,
+  kRagged,
+  kSignedGroupsOf16,
+  kUnscorableGroupsOf16,
+};
+constexpr Layout kLayouts[] = {Layout::kGroupsOf16, Layout::kGroupsOf1024, Layout::kRagged,
+                               Layout::kSignedGroupsOf16, Layout::kUnscorableGroupsOf16};
 
 const char* LayoutName(Layout layout) {
   switch (layout) {
@@ -53,6 +62,8 @@ const char* LayoutName(Layout layout) {
       return "ragged1-64";
     case Layout::kSignedGroupsOf16:
       return "g16-signed";
+    case Layout::kUnscorableGroupsOf16:
+      return "g16-unscorable";
   }
   return "?";
 }
@@ -61,6 +72,7 @@ const char* LayoutName(Layout layout) {
 struct Workload {
   std::vector<double> rewards;
   std::vector<uint32_t> sizes;
+  std::vector<Outcome> outcomes;  // empty but for kUnscorableGroupsOf16
   std::vector<double> advantages;
   std::vector<GroupStats> groups;
 };
@@ -69,7 +81,8 @@ struct Workload {
 // length penalty, so that almost every group has variance and takes the full path (statistics and
 // division); zero-variance groups would be cheaper. kSignedGroupsOf16 has a -1/+1 verifier's
 // rewards instead, so that about half the groups' sums are negative: the kernels must take them
-// as fast as positive ones.
+// as fast as positive ones. kUnscorableGroupsOf16 marks 1 % of the entries unscorable (a
+// verifier's timeouts, say), which leaves one group of 16 in seven with an unscorable entry.
 Workload MakeWorkload(size_t n, Layout layout) {
   Workload w;
   std::mt19937_64 gen(42);
@@ -90,6 +103,11 @@ Workload MakeWorkload(size_t n, Layout layout) {
     w.sizes.push_back(size);
     left -= size;
   }
+  if (layout == Layout::kUnscorableGroupsOf16) {
+    std::bernoulli_distribution unscorable(0.01);
+    w.outcomes.resize(n);
+    for (Outcome& o : w.outcomes) o = unscorable(gen) ? Outcome::kUnscorable : Outcome::kUnknown;
+  }
   w.advantages.assign(n, 0.0);  // touched, so page faults stay out of the timing
   w.groups.assign(w.sizes.size(), GroupStats{});
   return w;
@@ -98,7 +116,7 @@ Workload MakeWorkload(size_t n, Layout layout) {
 void BM_Advantages(benchmark::State& state, Layout layout) {
   const size_t n = static_cast<size_t>(state.range(0));
   Workload w = MakeWorkload(n, layout);
-  const Batch batch{.rewards = w.rewards, .group_sizes = w.sizes, .outcomes = {}};
+  const Batch batch{.rewards = w.rewards, .group_sizes = w.sizes, .outcomes = w.outcomes};
   const Options options;  // GRPO, sample deviation, τ = 1e-8
   BatchSummary summary;
   absl::Status status;
@@ -136,18 +154,14 @@ void BM_Memcpy(benchmark::State& state) {
 
 // Interleaved by N, so that memcpy and the advantages it is compared with run next to each other.
 void RegisterAll() {
-  const std::string ragged = std::string("advantages/") + LayoutName(Layout::kRagged);
-  const std::string signed16 = std::string("advantages/") + LayoutName(Layout::kSignedGroupsOf16);
   for (int64_t n : kSizes) {
-    for (benchmark::internal::Benchmark* b : {
-             benchmark::RegisterBenchmark("memcpy", BM_Memcpy),
-             benchmark::RegisterBenchmark("advantages/g16", BM_Advantages, Layout::kGroupsOf16),
-             benchmark::RegisterBenchmark("advantages/g1024", BM_Advantages, Layout::kGroupsOf1024),
-             benchmark::RegisterBenchmark(ragged.c_str(), BM_Advantages, Layout::kRagged),
-             benchmark::RegisterBenchmark(signed16.c_str(), BM_Advantages,
-                                          Layout::kSignedGroupsOf16),
-         }) {
+    const auto add = [n](benchmark::internal::Benchmark* b) {
       b->Arg(n)->UseRealTime()->Repetitions(3)->DisplayAggregatesOnly(true);
+    };
+    add(benchmark::RegisterBenchmark("memcpy", BM_Memcpy));
+    for (Layout layout : kLayouts) {
+      const std::string name = std::string("advantages/") + LayoutName(layout);
+      add(benchmark::RegisterBenchmark(name.c_str(), BM_Advantages, layout));
     }
   }
 }
@@ -181,16 +195,15 @@ class CollectingReporter : public benchmark::ConsoleReporter {
 void PrintTable(const CollectingReporter& reporter) {
   std::printf(
       "\nAdvantages (GRPO defaults) vs memcpy of the same 8*N input bytes; goal ratio >= 0.5\n");
-  std::printf("%-12s %10s %16s %12s %7s  %s\n", "N", "layout", "advantages GB/s", "memcpy GB/s",
+  std::printf("%-12s %14s %16s %12s %7s  %s\n", "N", "layout", "advantages GB/s", "memcpy GB/s",
               "ratio", "goal");
   for (int64_t n : kSizes) {
     const double copy = reporter.Rate("memcpy", n);
-    for (Layout layout :
-         {Layout::kGroupsOf16, Layout::kGroupsOf1024, Layout::kRagged, Layout::kSignedGroupsOf16}) {
+    for (Layout layout : kLayouts) {
       const double adv = reporter.Rate(std::string("advantages/") + LayoutName(layout), n);
       if (adv == 0.0 || copy == 0.0) continue;
       const double ratio = adv / copy;
-      std::printf("%-12lld %10s %16.2f %12.2f %7.2f  %s\n", static_cast<long long>(n),
+      std::printf("%-12lld %14s %16.2f %12.2f %7.2f  %s\n", static_cast<long long>(n),
                   LayoutName(layout), adv / 1e9, copy / 1e9, ratio,
                   ratio >= 0.5 ? "met" : "MISSED");
     }
@@ -212,13 +225,12 @@ void RunPaired(int pairs) {
       "Advantages (GRPO defaults) vs memcpy of the same 8*N input bytes, N = %zu, in %d "
       "alternating pairs; ratio = memcpy's time / Compute's, goal >= 0.5\n",
       n, pairs);
-  std::printf("%10s %7s %7s %7s %16s %12s  %s\n", "layout", "ratio", "q1", "q3", "advantages GB/s",
+  std::printf("%14s %7s %7s %7s %16s %12s  %s\n", "layout", "ratio", "q1", "q3", "advantages GB/s",
               "memcpy GB/s", "goal");
-  for (Layout layout :
-       {Layout::kGroupsOf16, Layout::kGroupsOf1024, Layout::kRagged, Layout::kSignedGroupsOf16}) {
+  for (Layout layout : kLayouts) {
     Workload w = MakeWorkload(n, layout);
     std::vector<double> copy(n, 0.0);
-    const Batch batch{.rewards = w.rewards, .group_sizes = w.sizes, .outcomes = {}};
+    const Batch batch{.rewards = w.rewards, .group_sizes = w.sizes, .outcomes = w.outcomes};
     const Options options;
     BatchSummary summary;
     std::vector<double> ratios, compute_rates, copy_rates;
@@ -231,7 +243,7 @@ void RunPaired(int pairs) {
       benchmark::DoNotOptimize(w.advantages.data());
       const auto t2 = std::chrono::steady_clock::now();
       if (!status.ok()) {
-        std::printf("%10s failed: %s\n", LayoutName(layout), std::string(status.message()).c_str());
+        std::printf("%14s failed: %s\n", LayoutName(layout), std::string(status.message()).c_str());
         break;
       }
       if (i < kWarmup) continue;
@@ -243,7 +255,7 @@ void RunPaired(int pairs) {
     }
     if (ratios.empty()) continue;
     const double ratio = Quantile(ratios, 0.5);
-    std::printf("%10s %7.3f %7.3f %7.3f %16.2f %12.2f  %s\n", LayoutName(layout), ratio,
+    std::printf("%14s %7.3f %7.3f %7.3f %16.2f %12.2f  %s\n", LayoutName(layout), ratio,
                 Quantile(ratios, 0.25), Quantile(ratios, 0.75), Quantile(compute_rates, 0.5) / 1e9,
                 Quantile(copy_rates, 0.5) / 1e9, ratio >= 0.5 ? "met" : "MISSED");
   }
