@@ -263,9 +263,10 @@ Failure FinishBatch(const Batch& batch, const Options& options, const Moments& a
 // pairs the lanes of the chunk's groups so that one vector ends up holding one sum per group
 // (lanes across groups), which carries the whole chunk through μ, σ and the factor. Every
 // operation is the scalar one of CanonicalSum, StdFromM2, Factor, Merge or WriteGroup, with the
-// same operands, applied to several lanes at once; nothing is contracted or reassociated. What
-// the kernels do not finish (large groups, unscorable entries, and any group that could be
-// identical, or is clamped, rescaled or not finite) takes the single-group path above.
+// same operands, applied to several lanes at once; nothing is contracted or reassociated. A
+// group with unscorable entries is read from a copy of its scorable rewards, which is what the
+// single-group path sums. What the kernels do not finish (large groups, and any group that could
+// be identical, or is clamped, rescaled or not finite) takes the single-group path above.
 
 // Forces the vector helpers into their caller, so that they are compiled for the caller's
 // instruction set (an AVX-512 caller gets AVX-512 code).
@@ -477,7 +478,11 @@ struct Block {
   // [bucket_size, next multiple of kPad) repeat entry 0, so that every chunk reads W entries.
   size_t bucket_size[kSmallRows] = {};
   uint8_t bucket_j[kSmallRows][kBlockGroups + kPad];
-  size_t bucket_offset[kSmallRows][kBlockGroups + kPad];
+  // Where the kernels read the group's rewards and write its advantages: the caller's arrays,
+  // or for a group with unscorable entries (`compacted`) a copy of its scorable rewards, which
+  // the write pass overwrites.
+  const double* bucket_x[kSmallRows][kBlockGroups + kPad];
+  double* bucket_y[kSmallRows][kBlockGroups + kPad];
   const uint64_t* bucket_last[kSmallRows][kBlockGroups + kPad];  // kLastRow of its last row
   double bucket_n[kSmallRows][kBlockGroups + kPad];
   // The kernels ask for the lines of the same groups one block ahead (this block's number of
@@ -491,6 +496,10 @@ struct Block {
   // Bit j: group j takes the single-group path, statistics and advantages (it is not small, or
   // not normal). The kernels finish the others.
   uint64_t single_path = 0;
+  // Bit j: group j has unscorable entries, and the kernels read the copy of its scorable ones.
+  // Once they have found it normal, its advantages are written from the caller's rewards, since
+  // the copy's places are not the group's.
+  uint64_t compacted = 0;
   bool has_empty = false;  // some group has no scorable entry
   size_t offset[kBlockGroups];
   uint32_t size[kBlockGroups];
@@ -603,12 +612,11 @@ RLSCORE_VECTOR_INLINE void WriteRows(const double* x, double* y, size_t size,
 
 // One pass over chunk `c`: entries [i, i + valid) of bucket kRows - 1 (the entries past `valid`
 // repeat a group of the bucket and are ignored). Sums read a group's last row whole, past its
-// end (the bucket's entries are chosen so that this stays inside the rewards) and mask out the
-// lanes past it. Advantages are written for normal groups only.
+// end (the bucket's entries are chosen so that this stays inside what they are read from) and
+// mask out the lanes past it. Advantages are written for normal groups only.
 template <int W, size_t kRows, Pass kPass>
 RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c, Chunks<W>& state,
-                                     const double* rewards, double* out, GroupStats* stats,
-                                     const KernelOptions& o) {
+                                     GroupStats* stats, const KernelOptions& o) {
   using S = Simd<W>;
   using F = typename S::F;
   using U = typename S::U;
@@ -621,7 +629,7 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
     const uint64_t* last[W];
   } g;
   for (size_t h = 0; h < W; ++h) {
-    g.x[h] = rewards + b.bucket_offset[kBucket][i + h];
+    g.x[h] = b.bucket_x[kBucket][i + h];
     g.last[h] = b.bucket_last[kBucket][i + h];
   }
 
@@ -697,7 +705,7 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
       GroupStats& st = stats[j];
       st.mean = mean[h];
       st.std = std[h];
-      st.scorable = b.size[j];
+      st.scorable = static_cast<uint32_t>(state.n[c][h]);
       st.cause = ZeroVarianceCause::kNone;
       st.outside_keep_band = false;
     }
@@ -707,14 +715,14 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
     const F factor = state.factor[c];
     const U normal = state.normal[c];
     for (size_t h = 0; h < valid; ++h) {
-      double* y = out + b.bucket_offset[kBucket][i + h];
+      double* y = b.bucket_y[kBucket][i + h];
 #pragma GCC unroll 8
       for (size_t r = 0; r < kRows; ++r) {
         __builtin_prefetch(y + b.prefetch_distance + kLanes * r, 1, 3);
       }
       if (normal[h] == 0) continue;
-      WriteRows<W, kRows>(g.x[h], y, b.size[js[h]], S::Splat(mean[h]), S::Splat(factor[h]),
-                          g.last[h]);
+      WriteRows<W, kRows>(g.x[h], y, static_cast<size_t>(b.bucket_n[kBucket][i + h]),
+                          S::Splat(mean[h]), S::Splat(factor[h]), g.last[h]);
     }
   }
 }
@@ -722,25 +730,25 @@ RLSCORE_VECTOR_INLINE void ChunkPass(Block& b, size_t i, size_t valid, size_t c,
 // One pass over the chunks of every bucket, numbered in the same order by every pass.
 template <int W, Pass kPass, size_t... kBuckets>
 RLSCORE_VECTOR_INLINE void RunPass(std::index_sequence<kBuckets...>, Block& b, Chunks<W>& state,
-                                   const double* rewards, double* out, GroupStats* stats,
-                                   const KernelOptions& o) {
+                                   GroupStats* stats, const KernelOptions& o) {
   size_t c = 0;
   const auto run_bucket = [&]<size_t kRows>() RLSCORE_VECTOR_LAMBDA {
     const size_t count = b.bucket_size[kRows - 1];
     for (size_t i = 0; i < count; i += W, ++c) {
-      ChunkPass<W, kRows, kPass>(b, i, std::min<size_t>(W, count - i), c, state, rewards, out,
-                                 stats, o);
+      ChunkPass<W, kRows, kPass>(b, i, std::min<size_t>(W, count - i), c, state, stats, o);
     }
   };
   (run_bucket.template operator()<kBuckets + 1>(), ...);
 }
 
-// A block whose groups all have `size` entries in kRows rows, every entry scorable, one after
-// the other from `x`, the last group's last row readable whole: the arithmetic of ChunkPass with
-// each group's place computed instead of looked up, the statistics stored a chunk at a time, μ
-// and the factor broadcast from the block's arrays, the next block's lines asked for as
-// Block::prefetch_distance says. The groups past the last whole chunk of W take the
-// single-group path, like every group the kernels do not finish.
+// A block whose groups all have `size` entries in kRows rows, one after the other from `x`, the
+// last group's last row readable whole, every entry scorable but in the groups whose bits are
+// set in b.single_path on entry (the kernel writes no advantages for them, and the caller finishes
+// them, whatever their statistics here): the arithmetic of ChunkPass with each group's place
+// computed instead of looked up, the statistics stored a chunk at a time, μ and the factor
+// broadcast from the block's arrays, the next block's lines asked for as Block::prefetch_distance
+// says. The groups past the last whole chunk of W take the single-group path, like every group the
+// kernels do not finish.
 template <int W, size_t kRows>
 RLSCORE_VECTOR_INLINE void UniformBlock(Block& b, uint32_t size, const double* x, double* y,
                                         GroupStats* stats, const KernelOptions& o) {
@@ -750,7 +758,7 @@ RLSCORE_VECTOR_INLINE void UniformBlock(Block& b, uint32_t size, const double* x
   constexpr size_t kPer = S::kPerRow;
   const size_t whole = b.count / W * W;
   const uint64_t in_block = b.count == kBlockGroups ? kAllOnes : (uint64_t{1} << b.count) - 1;
-  b.single_path = whole == kBlockGroups ? 0 : in_block & (kAllOnes << whole);
+  b.single_path |= whole == kBlockGroups ? 0 : in_block & (kAllOnes << whole);
   const uint64_t* last_lanes = kLastRow.lanes[size - kLanes * (kRows - 1)];
   U last[kPer];
   for (size_t k = 0; k < kPer; ++k) last[k] = S::LoadBits(last_lanes + W * k);
@@ -850,6 +858,25 @@ RLSCORE_VECTOR_INLINE void RunUniform(std::index_sequence<kRows...>, size_t rows
   ((rows == kRows + 1 ? UniformBlock<W, kRows + 1>(b, size, x, y, stats, o) : void()), ...);
 }
 
+// Bit k: whether outcome k of the `size` <= 64 at `o` is kUnscorable. `readable`: the 64 bytes
+// from `o` lie inside the outcomes, so that they can be compared 16 at a time.
+uint64_t UnscorableBits(const Outcome* o, size_t size, bool readable) {
+  uint64_t bits = 0;
+#if defined(__SSE2__)
+  if (readable) {
+    const __m128i unscorable = _mm_set1_epi8(static_cast<char>(Outcome::kUnscorable));
+    for (int k = 0; k < 4; ++k) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(o) + k);
+      const auto found = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, unscorable)));
+      bits |= uint64_t{found} << (16 * k);
+    }
+    return size == 64 ? bits : bits & ((uint64_t{1} << size) - 1);
+  }
+#endif
+  for (size_t k = 0; k < size; ++k) bits |= uint64_t{o[k] == Outcome::kUnscorable} << k;
+  return bits;
+}
+
 // MergeTree of a full block's moments (n, mean, m2), W merges per instruction: Merge with
 // n < 2^53, so n as a double and sums of n are exact, and b.n / (a.n + b.n) is b_over_total.
 // Level by level, the merged subtrees are packed to the front of the arrays: entry i of a level
@@ -919,6 +946,10 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
   s.rewards = batch.rewards.size();
   MomentStack moments;
   std::vector<double> scratch;
+  // The scorable rewards of a block's groups that have unscorable entries, and a row more for
+  // the last one's last row; sized by the first block that needs it.
+  std::vector<double> compact;
+  uint64_t unscorable_bits[kBlockGroups];
   Block b;
   Chunks<W> chunks;
 
@@ -935,13 +966,19 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
       offset += b.size[j];
     }
 
-    // A group is small, and goes to the kernels, when it has at most kSmallRows rows, its last
-    // row can be read whole inside the rewards, and every entry is scorable (checked per group
-    // only in the rare block that has an unscorable entry at all).
+    // A group is small, and goes to the kernels, when it has at most kSmallRows rows of scorable
+    // entries and its last row can be read whole inside the rewards. The scorable rewards of a
+    // group with unscorable entries are copied to `compact`, one group after the other, and the
+    // bucketed kernels read them there, also in a block of one size, whose other groups take the
+    // kernel for one size (unscorable entries are looked for per group only in a block that has
+    // one at all).
     bool some_unscorable = false;
     if (!batch.outcomes.empty()) {
-      const Outcome* o = batch.outcomes.data();
-      some_unscorable = std::find(o + block_offset, o + offset, Outcome::kUnscorable) != o + offset;
+      // memchr, for its vectors: a search a byte at a time took a sixth of groups of 16' time.
+      static_assert(sizeof(Outcome) == 1);
+      some_unscorable =
+          std::memchr(batch.outcomes.data() + block_offset, static_cast<int>(Outcome::kUnscorable),
+                      offset - block_offset) != nullptr;
     }
     std::fill(std::begin(b.bucket_size), std::end(b.bucket_size), 0);
     // Zero where the next block, taken as large as this one, would run past the batch.
@@ -950,26 +987,67 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
             ? offset - block_offset
             : 0;
     b.single_path = 0;
+    b.compacted = 0;
     b.has_empty = false;
+    // Bit k of unscorable_bits[j]: entry k of group j is unscorable, for a group of at most
+    // kLanes · kSmallRows entries; bit j of unscorable_groups: that group has one.
+    uint64_t unscorable_groups = 0;
+    if (some_unscorable) {
+      const size_t room = std::min(offset - block_offset, kBlockGroups * kLanes * kSmallRows);
+      if (compact.size() < room + kLanes) compact.resize(room + kLanes, 0.0);
+      for (size_t j = 0; j < b.count; ++j) {
+        if (b.size[j] > kLanes * kSmallRows) continue;
+        unscorable_bits[j] =
+            UnscorableBits(batch.outcomes.data() + b.offset[j], b.size[j],
+                           b.offset[j] + kLanes * kSmallRows <= batch.outcomes.size());
+        unscorable_groups |= uint64_t{unscorable_bits[j] != 0} << j;
+      }
+    }
     const size_t first_rows = (first_size + kLanes - 1) / kLanes;
     GroupStats* stats = groups.data() + g0;
     constexpr auto kBuckets = std::make_index_sequence<kSmallRows>();
-    if (sizes_differ == 0 && !some_unscorable && first_rows <= kSmallRows &&
+    // The groups left to the buckets: all of them, or those with unscorable entries when the
+    // kernel for one size takes the others.
+    uint64_t to_file = b.count == kBlockGroups ? kAllOnes : (uint64_t{1} << b.count) - 1;
+    if (sizes_differ == 0 && first_rows <= kSmallRows &&
         b.offset[b.count - 1] + kLanes * first_rows <= s.rewards) {
       // The common layout, every group the same small size.
+      b.single_path = unscorable_groups;
       RunUniform<W>(kBuckets, first_rows, b, first_size, rewards + block_offset, out + block_offset,
                     stats, kernel_options);
-    } else {
+      b.single_path &= ~unscorable_groups;
+      to_file = unscorable_groups;
+    }
+    if (to_file != 0) {
       // Only near the end of the batch can a group's last row run past it.
       const bool near_end = offset + kLanes * kSmallRows > s.rewards;
-      for (size_t j = 0; j < b.count; ++j) {
-        const size_t size = b.size[j];
-        const size_t rows = (size + kLanes - 1) / kLanes;
-        bool small = rows <= kSmallRows && (!near_end || b.offset[j] + kLanes * rows <= s.rewards);
-        if (small && some_unscorable) {
-          const Outcome* o = batch.outcomes.data() + b.offset[j];
-          small = std::find(o, o + size, Outcome::kUnscorable) == o + size;
+      size_t compact_used = 0;
+      for (uint64_t rest = to_file; rest != 0; rest &= rest - 1) {
+        const size_t j = static_cast<size_t>(std::countr_zero(rest));
+        size_t size = b.size[j];
+        const double* x = rewards + b.offset[j];
+        double* y = out + b.offset[j];
+        if (some_unscorable && size <= kLanes * kSmallRows) {
+          const uint64_t unscorable = unscorable_bits[j];
+          if (unscorable != 0) {
+            // Every reward is stored, and only a scorable one is kept: no branch on outcomes.
+            double* copy = compact.data() + compact_used;
+            size_t n = 0;
+            for (size_t k = 0; k < size; ++k) {
+              copy[n] = x[k];
+              n += (~unscorable >> k) & 1;
+            }
+            b.compacted |= uint64_t{1} << j;
+            compact_used += n;
+            size = n;  // 0 leaves the group to the single path
+            x = copy;
+            y = copy;
+          }
         }
+        const size_t rows = (size + kLanes - 1) / kLanes;
+        const bool small =
+            rows >= 1 && rows <= kSmallRows &&
+            (!near_end || x != rewards + b.offset[j] || b.offset[j] + kLanes * rows <= s.rewards);
         b.n[j] = static_cast<double>(size);
         if (!small) {
           b.single_path |= uint64_t{1} << j;
@@ -978,22 +1056,41 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
         const size_t bucket = rows - 1;
         const size_t i = b.bucket_size[bucket]++;
         b.bucket_j[bucket][i] = static_cast<uint8_t>(j);
-        b.bucket_offset[bucket][i] = b.offset[j];
+        b.bucket_x[bucket][i] = x;
+        b.bucket_y[bucket][i] = y;
         b.bucket_last[bucket][i] = kLastRow.lanes[size - kLanes * bucket];
         b.bucket_n[bucket][i] = static_cast<double>(size);
       }
       for (size_t bucket = 0; bucket < kSmallRows; ++bucket) {
         for (size_t i = b.bucket_size[bucket]; i % Block::kPad != 0; ++i) {
           b.bucket_j[bucket][i] = b.bucket_j[bucket][0];
-          b.bucket_offset[bucket][i] = b.bucket_offset[bucket][0];
+          b.bucket_x[bucket][i] = b.bucket_x[bucket][0];
+          b.bucket_y[bucket][i] = b.bucket_y[bucket][0];
           b.bucket_last[bucket][i] = b.bucket_last[bucket][0];
           b.bucket_n[bucket][i] = b.bucket_n[bucket][0];
         }
       }
-      RunPass<W, Pass::kSums>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
-      RunPass<W, Pass::kSpreads>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
+      RunPass<W, Pass::kSums>(kBuckets, b, chunks, stats, kernel_options);
+      RunPass<W, Pass::kSpreads>(kBuckets, b, chunks, stats, kernel_options);
       if (kernel_options.write) {
-        RunPass<W, Pass::kWrite>(kBuckets, b, chunks, rewards, out, stats, kernel_options);
+        RunPass<W, Pass::kWrite>(kBuckets, b, chunks, stats, kernel_options);
+      }
+      // The compacted groups the kernels finished: WriteGroup, with the unscorable entries
+      // told from their bits rather than a branch on each outcome.
+      for (uint64_t rest = b.compacted & ~b.single_path; rest != 0; rest &= rest - 1) {
+        const size_t j = static_cast<size_t>(std::countr_zero(rest));
+        const GroupStats& st = stats[j];
+        s.unscorable += b.size[j] - st.scorable;
+        if (batch_normalized) continue;
+        const double* x = rewards + b.offset[j];
+        double* y = out + b.offset[j];
+        const double mean = st.mean;
+        const double factor = Factor(options.estimator, st.std, st.scorable, 0.0);
+        const uint64_t unscorable = unscorable_bits[j];
+        for (size_t k = 0; k < b.size[j]; ++k) {
+          const double a = (x[k] - mean) * factor;
+          y[k] = (unscorable >> k & 1) != 0 ? 0.0 : a;
+        }
       }
     }
     if (!batch_normalized) {

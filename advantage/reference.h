@@ -197,17 +197,18 @@ bool IsaAvailable(VectorIsa isa);
 // ComputeReference with the same preconditions and bit-identical results (advantages, statistics,
 // summary, and the same Failure), faster when groups are small: every group still gets exactly
 // the floating-point operations of the canonical order above, in the same order; only which
-// operations run side by side changes. Groups of at most 64 entries, all scorable, are taken up to
-// W at a time (W the doubles in a vector) by kernels unrolled for their number of rows: each
-// group's lanes accumulate in its own vectors, then the fold pairs the lanes of the W groups so
-// that one vector holds one sum per group, and that vector carries them all through μ, σ and the
-// factor (lanes across groups). Everything else (longer groups, groups with an unscorable entry,
-// the last groups of the batch, any group whose Σ(x - μ)² is too small to rule out identical
-// rewards, and any group that turns out clamped, rescaled or not finite) takes ComputeReference's
-// single-group path. The kernels read a group's last row of 8 whole, up to 7 rewards past its end
-// (ignored), and a group of fewer than 8 rewards has the advantages past its end stored back as
-// they were; both stay within the spans.
-// Thread-safe: touches nothing but its arguments (and about 24 KiB of stack).
+// operations run side by side changes. Groups of at most 64 scorable entries are taken up to W at
+// a time (W the doubles in a vector) by kernels unrolled for their number of rows: each group's
+// lanes accumulate in its own vectors, then the fold pairs the lanes of the W groups so that one
+// vector holds one sum per group, and that vector carries them all through μ, σ and the factor
+// (lanes across groups). A group with unscorable entries is read from a copy of its scorable
+// rewards. Everything else (longer groups, the last groups of the batch, any group whose Σ(x - μ)²
+// is too small to rule out identical rewards, and any group that turns out clamped, rescaled or not
+// finite) takes ComputeReference's single-group path. The kernels read a group's last row of 8
+// whole, up to 7 rewards past its end (ignored), and a group of fewer than 8 rewards has the
+// advantages past its end stored back as they were; both stay within the spans.
+// Thread-safe: touches nothing but its arguments (about 24 KiB of stack, and up to 32 KiB of heap
+// for the copies when some group has unscorable entries).
 // REQUIRES: IsaAvailable(isa).
 Failure ComputeInterleaved(const Batch& batch, const Options& options, std::span<double> advantages,
                            std::span<GroupStats> groups, BatchSummary* summary,

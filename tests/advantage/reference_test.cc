@@ -293,6 +293,59 @@ TEST(Reference, InterleavedTellsIdenticalGroupsOfEverySize) {
   EXPECT_GT(identical_groups, 63u * std::size(kScales) * 60);
 }
 
+// Groups with unscorable entries: in blocks of one size with few of them (the kernel for one size
+// leaves those to the single-group path) and with many (the block's groups go through copies of
+// their scorable rewards), in ragged blocks, with one or no scorable entry left, and with a NaN
+// behind an unscorable entry, which must be ignored. Every layout must match the single-group
+// path bit for bit, and the batches must mix scored and unscorable entries.
+TEST(Reference, InterleavedTakesGroupsWithUnscorableEntries) {
+  std::vector<VectorIsa> isas;
+  for (VectorIsa isa : {VectorIsa::kPortable, VectorIsa::kAvx2, VectorIsa::kAvx512}) {
+    if (IsaAvailable(isa)) isas.push_back(isa);
+  }
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  size_t unscorable = 0;
+  size_t normal_with_unscorable = 0;
+  for (const uint32_t size : {0u, 1u, 5u, 8u, 9u, 16u, 33u, 64u, 65u}) {  // 0: ragged 1-70
+    for (const size_t per_block : {size_t{1}, size_t{4}, size_t{5}, size_t{12}, size_t{64}}) {
+      RandomBatch rb;
+      rb.options.estimator = static_cast<Estimator>(rng() % 4);
+      const size_t groups = 64 * 3 + 17;
+      for (size_t g = 0; g < groups; ++g) {
+        const uint32_t n = size == 0 ? static_cast<uint32_t>(1 + rng() % 70) : size;
+        rb.sizes.push_back(n);
+        // `per_block` groups of each 64 have unscorable entries: one, all but one, or all.
+        const bool marked = g % 64 < per_block;
+        const size_t kind = rng() % 4;
+        for (uint32_t i = 0; i < n; ++i) {
+          bool out = false;
+          if (marked) {
+            out = kind == 0 ? i == n / 2 : kind == 1 ? i != 0 : kind == 2 ? true : rng() % 3 == 0;
+          }
+          rb.rewards.push_back(out && rng() % 5 == 0 ? std::numeric_limits<double>::quiet_NaN()
+                                                     : (rng() % 2 ? 1.1 : 0.1) - 0.5 * unit(rng));
+          rb.outcomes.push_back(out ? Outcome::kUnscorable : Outcome::kCorrect);
+        }
+      }
+      const Outputs want = RunBatch(rb, /*interleaved=*/false, VectorIsa::kBest);
+      ASSERT_EQ(want.failure.kind, Failure::Kind::kNone);
+      unscorable += want.summary.unscorable;
+      for (size_t g = 0; g < groups; ++g) {
+        normal_with_unscorable += want.groups[g].cause == ZeroVarianceCause::kNone &&
+                                  want.groups[g].scorable < rb.sizes[g];
+      }
+      for (VectorIsa isa : isas) {
+        ASSERT_TRUE(SameOutputs(want, RunBatch(rb, /*interleaved=*/true, isa)))
+            << "groups of " << size << ", " << per_block << " marked a block, isa "
+            << static_cast<int>(isa);
+      }
+    }
+  }
+  EXPECT_GT(unscorable, 10000u);
+  EXPECT_GT(normal_with_unscorable, 1000u);
+}
+
 // A group with spread whose mean rounds to -0.0 (the sum is one negative subnormal): x - μ of a
 // -0.0 reward is +0.0 on the single-group path, so the kernels must subtract μ as it is, sign of
 // zero included, in every group of a block of one size and of a ragged one.
