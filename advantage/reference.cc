@@ -467,7 +467,7 @@ struct Simd {
 };
 
 // The groups of one block; index j is group g0 + j. The arrays are left uninitialised (they are
-// some 17 KiB, set up per call): a block reads only what it has set.
+// some 21 KiB, set up per call): a block reads only what it has set.
 struct Block {
   // The widest vector: buckets are padded to a multiple of it.
   static constexpr size_t kPad = 8;

@@ -207,7 +207,7 @@ bool IsaAvailable(VectorIsa isa);
 // finite) takes ComputeReference's single-group path. The kernels read a group's last row of 8
 // whole, up to 7 rewards past its end (ignored), and a group of fewer than 8 rewards has the
 // advantages past its end stored back as they were; both stay within the spans.
-// Thread-safe: touches nothing but its arguments (about 24 KiB of stack, and up to 32 KiB of heap
+// Thread-safe: touches nothing but its arguments (about 27 KiB of stack, and up to 32 KiB of heap
 // for the copies when some group has unscorable entries).
 // REQUIRES: IsaAvailable(isa).
 Failure ComputeInterleaved(const Batch& batch, const Options& options, std::span<double> advantages,
