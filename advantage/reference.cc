@@ -974,7 +974,8 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
     // one at all).
     bool some_unscorable = false;
     if (!batch.outcomes.empty()) {
-      // memchr, for its vectors: a search a byte at a time took a sixth of groups of 16' time.
+      // memchr, for its vectors: searching a byte at a time cost groups of 16 a sixth of their
+      // time.
       static_assert(sizeof(Outcome) == 1);
       some_unscorable =
           std::memchr(batch.outcomes.data() + block_offset, static_cast<int>(Outcome::kUnscorable),
