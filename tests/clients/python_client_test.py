@@ -893,7 +893,13 @@ class ReplicasTest(unittest.TestCase):
         servers = [start_server(self), start_server(self)]
         client = Client([s.address for s in servers], timeout=30)
         self.addCleanup(client.close)
-        runs = ["run-%d" % i for i in range(8)]
+        # The ports are random and a run's home is a hash of run and address, so eight fixed names
+        # all land on one replica about 1 time in 128: take names until both replicas own some.
+        runs = []
+        for i in range(200):
+            runs.append("run-%d" % i)
+            if len(runs) >= 8 and len({client._replicas.pick(r).address for r in runs}) == 2:
+                break
         for run in runs:
             client.score_groups([{"reference": "1", "completions": ["<think>a</think>\\boxed{1}",
                                                                     "<think>a</think>\\boxed{2}"]}],
