@@ -60,17 +60,26 @@ constexpr uint64_t Mix(uint64_t x) {
   return x;
 }
 
-// Whether the first `bytes` (at most 8) bytes of a chunk are ASCII digits, eight at once: a byte
-// is a digit when its high nibble is 3 and its low nibble plus 6 does not carry into the high one
-// (no carry crosses bytes: 15 + 6 < 256).
-constexpr bool AllDigits(uint64_t chunk, unsigned bytes) {
-  if (bytes == 0) return true;
-  const uint64_t mask = bytes >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * bytes)) - 1;
+// Whether the bytes of a chunk under `mask` (whole bytes of it, possibly none) are ASCII digits,
+// eight at once and without a branch: a byte is a digit when its high nibble is 3 and its low
+// nibble plus 6 does not carry into the high one (no carry crosses bytes: 15 + 6 < 256).
+constexpr bool DigitsUnder(uint64_t chunk, uint64_t mask) {
   constexpr uint64_t kHigh = 0xF0F0F0F0F0F0F0F0ULL;
   constexpr uint64_t kLow = 0x0F0F0F0F0F0F0F0FULL;
-  return (chunk & kHigh & mask) == (0x3030303030303030ULL & mask) &&
-         (((chunk & kLow) + 0x0606060606060606ULL) & kHigh & mask) == 0;
+  return ((chunk & kHigh & mask) == (0x3030303030303030ULL & mask)) &
+         ((((chunk & kLow) + 0x0606060606060606ULL) & kHigh & mask) == 0);
 }
+
+// The mask of the first `bytes` (0 to 7) bytes of a chunk.
+constexpr uint64_t FirstBytes(unsigned bytes) { return (uint64_t{1} << (8 * bytes)) - 1; }
+
+// Whether the first `bytes` (at most 8) bytes of a chunk are ASCII digits.
+constexpr bool AllDigits(uint64_t chunk, unsigned bytes) {
+  return DigitsUnder(chunk, bytes >= 8 ? ~uint64_t{0} : FirstBytes(bytes));
+}
+
+// Where a word's hash starts (WordSplitter).
+inline constexpr uint64_t kWordSeed = 0x243f6a8885a308d3ULL;
 
 }  // namespace ngram_internal
 
@@ -423,36 +432,71 @@ class WordSplitter {
     return i;
   }
 
-  // A plain block: each stretch of word bytes is added to the word in chunks of up to eight
-  // bytes (the chunk the byte path would have filled), not a byte at a time.
+  // A plain block. A word that starts and ends inside it with fewer than 16 bytes, which is
+  // almost every word, is hashed from the block's folded bytes at once (ShortWord); the others
+  // are added a chunk of up to eight bytes at a time, as the byte path would have filled them.
   template <typename OnWord>
   void FeedBlock(const Block& block, OnWord& on_word) {
     const uint64_t word = block.word;
-    // A word open from before the block that does not go on into it ends at its first byte.
-    if (in_word_ && (word & 1) == 0) on_word(End(offset_));
     uint64_t rest = word;
+    if (in_word_) {
+      // The word open from before the block ends at its first byte or goes on into it.
+      const auto length = static_cast<unsigned>(std::countr_one(word));
+      AddStretch(block, 0, length);
+      if (length < 64) on_word(End(offset_ + length));
+      rest = length >= 64 ? 0 : word & (~uint64_t{0} << length);
+    }
     while (rest != 0) {
-      const unsigned begin = static_cast<unsigned>(std::countr_zero(rest));
+      const auto begin = static_cast<unsigned>(std::countr_zero(rest));
       // The stretch [begin, stop): word bytes up to the next separator or the block's end.
       const uint64_t from_begin = ~rest >> begin;  // bit k: byte begin + k is not a word byte
       const unsigned length =
           from_begin == 0 ? 64 - begin : static_cast<unsigned>(std::countr_zero(from_begin));
       const unsigned stop = begin + length;
-      if (!in_word_) Begin(offset_ + begin);
-      for (unsigned at = begin; at < stop;) {
-        const unsigned take = std::min(stop - at, (64 - shift_) / 8);
-        uint64_t bytes;
-        std::memcpy(&bytes, block.folded + at, 8);
-        if (take < 8) bytes &= (uint64_t{1} << (8 * take)) - 1;
-        chunk_ |= bytes << shift_;
-        shift_ += 8 * take;
-        if (shift_ == 64) Flush();
-        at += take;
+      if (stop < 64 && length < 16) [[likely]] {
+        on_word(ShortWord(block, begin, length));
+      } else {
+        Begin(offset_ + begin);
+        AddStretch(block, begin, stop);
+        if (stop < 64) on_word(End(offset_ + stop));
       }
-      if (stop < 64) on_word(End(offset_ + stop));
       rest = stop >= 64 ? 0 : rest & (~uint64_t{0} << stop);
     }
     offset_ += 64;
+  }
+
+  // Adds the folded bytes [at, stop) of a plain block to the open word.
+  void AddStretch(const Block& block, unsigned at, unsigned stop) {
+    while (at < stop) {
+      const unsigned take = std::min(stop - at, (64 - shift_) / 8);
+      uint64_t bytes;
+      std::memcpy(&bytes, block.folded + at, 8);
+      if (take < 8) bytes &= ngram_internal::FirstBytes(take);
+      chunk_ |= bytes << shift_;
+      shift_ += 8 * take;
+      if (shift_ == 64) Flush();
+      at += take;
+    }
+  }
+
+  // The word of `length` (1 to 15) bytes at `begin` of a plain block, ending inside it: the
+  // hash and number flag of Begin, Add of each byte, and End, with no branch on the length (a
+  // branch per word on lengths that vary at random is mispredicted often). Bytes of a word of 8
+  // or more: the first chunk of eight, then the `tail` left.
+  Word ShortWord(const Block& block, unsigned begin, unsigned length) const {
+    using ngram_internal::Mix;
+    const bool two = length >= 8;
+    uint64_t first, second;
+    std::memcpy(&first, block.folded + begin, 8);
+    // Inside `folded` whatever the length: a word of 8 or more that ends in the block begins
+    // before byte 56, and a shorter one does not use it.
+    std::memcpy(&second, block.folded + std::min(begin + 8, 64u), 8);
+    const unsigned tail = two ? length - 8 : length;
+    const uint64_t last = (two ? second : first) & ngram_internal::FirstBytes(tail);
+    const uint64_t hash = two ? Mix(ngram_internal::kWordSeed ^ first) : ngram_internal::kWordSeed;
+    const bool number = (!two | ngram_internal::AllDigits(first, 8)) &
+                        ngram_internal::DigitsUnder(last, ngram_internal::FirstBytes(tail));
+    return Word{Mix(hash ^ last ^ (static_cast<uint64_t>(length) << 56)), offset_ + begin, number};
   }
 
   enum class CharClass : uint8_t { kWordBytes, kOwnWord, kSeparator };
@@ -504,7 +548,7 @@ class WordSplitter {
     in_word_ = true;
     digits_ = true;
     begin_ = at;
-    hash_ = 0x243f6a8885a308d3ULL;
+    hash_ = ngram_internal::kWordSeed;
     chunk_ = 0;
     shift_ = 0;
   }
