@@ -296,6 +296,7 @@ void WordSplitter::BlockOf(const char* bytes, Block* block) {
 #if defined(__SSE2__)
   // kFold, 16 bytes at a time: letters, digits and bytes from 0x80 are word bytes; A-Z fold.
   uint64_t word = 0;
+  uint64_t digit = 0;
   uint64_t leads = 0;
   for (int k = 0; k < 4; ++k) {
     const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes + 16 * k));
@@ -304,21 +305,26 @@ void WordSplitter::BlockOf(const char* bytes, Block* block) {
                        _mm_set1_epi8(static_cast<char>(-128 + 26)));
     const uint32_t letters = static_cast<uint32_t>(_mm_movemask_epi8(upper)) | InRange(v, 'a', 'z');
     const uint32_t high = static_cast<uint32_t>(_mm_movemask_epi8(v));
-    word |= static_cast<uint64_t>(letters | InRange(v, '0', '9') | high) << (16 * k);
+    const uint32_t digits = InRange(v, '0', '9');
+    word |= static_cast<uint64_t>(letters | digits | high) << (16 * k);
+    digit |= static_cast<uint64_t>(digits) << (16 * k);
     leads |= static_cast<uint64_t>(InRange(v, 0xE0, 0xEF)) << (16 * k);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(block->folded + 16 * k),
                      _mm_add_epi8(v, _mm_and_si128(upper, _mm_set1_epi8(0x20))));
   }
   block->word = word;
+  block->digit = digit;
   block->plain = leads == 0;
 #else
   block->word = 0;
+  block->digit = 0;
   block->plain = true;
   for (unsigned k = 0; k < 64; ++k) {
     const auto c = static_cast<unsigned char>(bytes[k]);
     block->plain &= !(c >= 0xE0 && c <= 0xEF);
     block->folded[k] = Fold(c);
     if (block->folded[k] != 0) block->word |= uint64_t{1} << k;
+    if (c >= '0' && c <= '9') block->digit |= uint64_t{1} << k;
   }
 #endif
 }

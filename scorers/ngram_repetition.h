@@ -60,22 +60,19 @@ constexpr uint64_t Mix(uint64_t x) {
   return x;
 }
 
-// Whether the bytes of a chunk under `mask` (whole bytes of it, possibly none) are ASCII digits,
-// eight at once and without a branch: a byte is a digit when its high nibble is 3 and its low
-// nibble plus 6 does not carry into the high one (no carry crosses bytes: 15 + 6 < 256).
-constexpr bool DigitsUnder(uint64_t chunk, uint64_t mask) {
-  constexpr uint64_t kHigh = 0xF0F0F0F0F0F0F0F0ULL;
-  constexpr uint64_t kLow = 0x0F0F0F0F0F0F0F0FULL;
-  return ((chunk & kHigh & mask) == (0x3030303030303030ULL & mask)) &
-         ((((chunk & kLow) + 0x0606060606060606ULL) & kHigh & mask) == 0);
-}
-
 // The mask of the first `bytes` (0 to 7) bytes of a chunk.
 constexpr uint64_t FirstBytes(unsigned bytes) { return (uint64_t{1} << (8 * bytes)) - 1; }
 
-// Whether the first `bytes` (at most 8) bytes of a chunk are ASCII digits.
+// Whether the first `bytes` (at most 8) bytes of a chunk are ASCII digits, eight at once: a byte
+// is a digit when its high nibble is 3 and its low nibble plus 6 does not carry into the high one
+// (no carry crosses bytes: 15 + 6 < 256).
 constexpr bool AllDigits(uint64_t chunk, unsigned bytes) {
-  return DigitsUnder(chunk, bytes >= 8 ? ~uint64_t{0} : FirstBytes(bytes));
+  if (bytes == 0) return true;
+  const uint64_t mask = bytes >= 8 ? ~uint64_t{0} : FirstBytes(bytes);
+  constexpr uint64_t kHigh = 0xF0F0F0F0F0F0F0F0ULL;
+  constexpr uint64_t kLow = 0x0F0F0F0F0F0F0F0FULL;
+  return (chunk & kHigh & mask) == (0x3030303030303030ULL & mask) &&
+         (((chunk & kLow) + 0x0606060606060606ULL) & kHigh & mask) == 0;
 }
 
 // Where a word's hash starts (WordSplitter).
@@ -360,6 +357,7 @@ class WordSplitter {
   // leaves to the byte path.
   struct Block {
     uint64_t word = 0;
+    uint64_t digit = 0;  // a bit per byte for the ASCII digits
     bool plain = false;
     alignas(8) unsigned char folded[72];
   };
@@ -435,32 +433,35 @@ class WordSplitter {
   // A plain block. A word that starts and ends inside it with fewer than 16 bytes, which is
   // almost every word, is hashed from the block's folded bytes at once (ShortWord); the others
   // are added a chunk of up to eight bytes at a time, as the byte path would have filled them.
+  // Where words begin and end is read from bit masks of the whole block, so that one word's
+  // place does not wait on the previous word's: the words of a block are hashed side by side.
   template <typename OnWord>
   void FeedBlock(const Block& block, OnWord& on_word) {
     const uint64_t word = block.word;
-    uint64_t rest = word;
+    // Bit k: a word begins at byte k; its last byte is byte k (a word that runs on to the end
+    // of the block has no end here).
+    uint64_t starts = word & ~(word << 1);
+    const uint64_t ends = word & ~(word >> 1) & ~(uint64_t{1} << 63);
     if (in_word_) {
       // The word open from before the block ends at its first byte or goes on into it.
       const auto length = static_cast<unsigned>(std::countr_one(word));
       AddStretch(block, 0, length);
       if (length < 64) on_word(End(offset_ + length));
-      rest = length >= 64 ? 0 : word & (~uint64_t{0} << length);
+      starts &= ~uint64_t{1};
     }
-    while (rest != 0) {
-      const auto begin = static_cast<unsigned>(std::countr_zero(rest));
-      // The stretch [begin, stop): word bytes up to the next separator or the block's end.
-      const uint64_t from_begin = ~rest >> begin;  // bit k: byte begin + k is not a word byte
-      const unsigned length =
-          from_begin == 0 ? 64 - begin : static_cast<unsigned>(std::countr_zero(from_begin));
-      const unsigned stop = begin + length;
-      if (stop < 64 && length < 16) [[likely]] {
+    for (; starts != 0; starts &= starts - 1) {
+      const auto begin = static_cast<unsigned>(std::countr_zero(starts));
+      const uint64_t after = ends >> begin;
+      // 65 for a word that runs on to the end of the block.
+      const unsigned length = static_cast<unsigned>(std::countr_zero(after)) + 1;
+      if (length < 16) [[likely]] {
         on_word(ShortWord(block, begin, length));
       } else {
+        const unsigned stop = after == 0 ? 64 : begin + length;
         Begin(offset_ + begin);
         AddStretch(block, begin, stop);
         if (stop < 64) on_word(End(offset_ + stop));
       }
-      rest = stop >= 64 ? 0 : rest & (~uint64_t{0} << stop);
     }
     offset_ += 64;
   }
@@ -481,8 +482,8 @@ class WordSplitter {
 
   // The word of `length` (1 to 15) bytes at `begin` of a plain block, ending inside it: the
   // hash and number flag of Begin, Add of each byte, and End, with no branch on the length (a
-  // branch per word on lengths that vary at random is mispredicted often). Bytes of a word of 8
-  // or more: the first chunk of eight, then the `tail` left.
+  // branch per word on lengths that vary at random is mispredicted often). A word of 8 bytes or
+  // more hashes its first eight, then the `tail` left; the flag comes from the block's digits.
   Word ShortWord(const Block& block, unsigned begin, unsigned length) const {
     using ngram_internal::Mix;
     const bool two = length >= 8;
@@ -494,8 +495,7 @@ class WordSplitter {
     const unsigned tail = two ? length - 8 : length;
     const uint64_t last = (two ? second : first) & ngram_internal::FirstBytes(tail);
     const uint64_t hash = two ? Mix(ngram_internal::kWordSeed ^ first) : ngram_internal::kWordSeed;
-    const bool number = (!two | ngram_internal::AllDigits(first, 8)) &
-                        ngram_internal::DigitsUnder(last, ngram_internal::FirstBytes(tail));
+    const bool number = (~block.digit >> begin & ((uint64_t{1} << length) - 1)) == 0;
     return Word{Mix(hash ^ last ^ (static_cast<uint64_t>(length) << 56)), offset_ + begin, number};
   }
 
