@@ -71,7 +71,11 @@ class Cutter {
   size_t ByBytes(std::string_view data, const std::shared_ptr<const void>& owner) {
     size_t start = 0;
     while (!stopped_ && start < data.size()) {
-      const size_t from = std::min(data.size(), start + size_.bytes) - 1;
+      const size_t left = data.size() - start;
+      const size_t bytes = size_.max_bytes > size_.bytes
+                               ? std::clamp(left / size_.parts, size_.bytes, size_.max_bytes)
+                               : size_.bytes;
+      const size_t from = std::min(data.size(), start + bytes) - 1;
       size_t newline = FindNewline(data, from);
       if (newline == std::string_view::npos) {
         const void* nl = memrchr(data.data() + start, '\n', from - start);

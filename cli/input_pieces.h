@@ -67,6 +67,12 @@ std::string_view LoadPiece(const InputPiece& piece, PieceBuffer* buffer);
 struct PieceSize {
   size_t bytes = 256 << 10;  // at the first newline this many bytes in (unless `lines` is set)
   uint32_t lines = 0;        // if not 0: after this many non-blank lines
+  // Guided pieces, when above `bytes`: a piece takes a `parts`-th of what is left of the input
+  // (of the file, or of a pipe's chunk), at least `bytes` and at most `max_bytes`. Large pieces
+  // early hand over less often (each handing-over wakes threads), and small ones at the end
+  // leave no thread idle long.
+  size_t max_bytes = 0;
+  size_t parts = 8;
 };
 
 // Reads `fd` to its end in pieces of `size`, in order, handing each to `emit`; stops early when

@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <future>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,14 +42,14 @@ void Check(const std::vector<InputPiece>& pieces, Read* read) {
   }
 }
 
-Read ReadFile(const std::string& content, size_t piece_bytes) {
+Read ReadFile(const std::string& content, PieceSize size) {
   char path[] = "/tmp/rlscore-pieces-XXXXXX";
   const int fd = mkstemp(path);
   EXPECT_GE(fd, 0);
   EXPECT_EQ(write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
   lseek(fd, 0, SEEK_SET);
   std::vector<InputPiece> pieces;
-  EXPECT_TRUE(ReadPieces(fd, {.bytes = piece_bytes, .lines = 0}, [&](InputPiece p) {
+  EXPECT_TRUE(ReadPieces(fd, size, [&](InputPiece p) {
                 pieces.push_back(std::move(p));
                 return true;
               }).ok());
@@ -74,7 +76,11 @@ Read ReadFile(const std::string& content, size_t piece_bytes) {
   return read;
 }
 
-Read ReadPipe(const std::string& content, size_t piece_bytes) {
+Read ReadFile(const std::string& content, size_t piece_bytes) {
+  return ReadFile(content, PieceSize{.bytes = piece_bytes, .lines = 0});
+}
+
+Read ReadPipe(const std::string& content, PieceSize size) {
   int fds[2];
   EXPECT_EQ(pipe(fds), 0);
   std::thread writer([&] {
@@ -86,7 +92,7 @@ Read ReadPipe(const std::string& content, size_t piece_bytes) {
     close(fds[1]);
   });
   std::vector<InputPiece> pieces;
-  EXPECT_TRUE(ReadPieces(fds[0], {.bytes = piece_bytes, .lines = 0}, [&](InputPiece p) {
+  EXPECT_TRUE(ReadPieces(fds[0], size, [&](InputPiece p) {
                 pieces.push_back(std::move(p));
                 return true;
               }).ok());
@@ -95,6 +101,10 @@ Read ReadPipe(const std::string& content, size_t piece_bytes) {
   Read read;
   Check(pieces, &read);
   return read;
+}
+
+Read ReadPipe(const std::string& content, size_t piece_bytes) {
+  return ReadPipe(content, PieceSize{.bytes = piece_bytes, .lines = 0});
 }
 
 std::string Joined(const Read& read) {
@@ -172,6 +182,35 @@ TEST(InputPieces, LongLinesOfAFileAreCutWhole) {
     EXPECT_EQ(Joined(read), content);
     for (size_t i = 0; i + 1 < read.pieces.size(); ++i) EXPECT_EQ(read.pieces[i].back(), '\n');
   }
+}
+
+// Guided pieces: each a `parts`-th of what the file has left, within [bytes, max_bytes], to the
+// first newline from there. Through a pipe, what is left is that of the chunk read so far.
+TEST(InputPieces, GuidedPiecesShrinkWithWhatIsLeft) {
+  std::mt19937 rng(3);
+  std::string content;
+  while (content.size() < 200000) content += std::string(1 + rng() % 80, 'g') + "\n";
+  // Ending half a page into the mapping's last page leaves room for the padding there, so that
+  // the cutter sees the whole file (AFileIsCutIntoWholeLinesWithPaddingAtEveryEnd covers ends).
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  content += std::string((page + page / 2 - (content.size() + 1) % page) % page, 'h') + "\n";
+  ASSERT_EQ(content.size() % page, page / 2);
+  const PieceSize size{.bytes = 1000, .lines = 0, .max_bytes = 20000, .parts = 6};
+  const Read read = ReadFile(content, size);
+  EXPECT_EQ(Joined(read), content);
+  ASSERT_GT(read.pieces.size(), 20u);
+  size_t left = content.size();
+  for (size_t i = 0; i + 1 < read.pieces.size(); ++i) {
+    SCOPED_TRACE(i);
+    const std::string& piece = read.pieces[i];
+    const size_t target = std::clamp<size_t>(left / 6, 1000, 20000);
+    ASSERT_GE(piece.size(), target);
+    EXPECT_EQ(piece.find('\n', target - 1), piece.size() - 1);
+    left -= piece.size();
+  }
+  EXPECT_GE(read.pieces.front().size(), 20000u);
+  EXPECT_LT(read.pieces.back().size(), 1000u + 81u + page);
+  EXPECT_EQ(Joined(ReadPipe(content, size)), content);
 }
 
 TEST(InputPieces, APipeIsReadInChunksAndALongLineGrowsOne) {
