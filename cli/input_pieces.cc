@@ -220,6 +220,7 @@ absl::Status ReadChunks(int fd, Cutter* cutter) {
 
 absl::Status ReadPieces(int fd, PieceSize size, const std::function<bool(InputPiece)>& emit) {
   size.bytes = std::max<size_t>(size.bytes, 1);
+  size.parts = std::max<size_t>(size.parts, 1);
   Cutter cutter(size, emit);
   struct stat st;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {

@@ -72,7 +72,7 @@ struct PieceSize {
   // early hand over less often (each handing-over wakes threads), and small ones at the end
   // leave no thread idle long.
   size_t max_bytes = 0;
-  size_t parts = 8;
+  size_t parts = 8;  // 0 is taken as 1
 };
 
 // Reads `fd` to its end in pieces of `size`, in order, handing each to `emit`; stops early when

@@ -211,6 +211,10 @@ TEST(InputPieces, GuidedPiecesShrinkWithWhatIsLeft) {
   EXPECT_GE(read.pieces.front().size(), 20000u);
   EXPECT_LT(read.pieces.back().size(), 1000u + 81u + page);
   EXPECT_EQ(Joined(ReadPipe(content, size)), content);
+  // No parts is one: the first piece takes all it may.
+  const Read whole = ReadFile(content, {.bytes = 1000, .lines = 0, .max_bytes = 20000, .parts = 0});
+  EXPECT_EQ(Joined(whole), content);
+  EXPECT_GE(whole.pieces.front().size(), 20000u);
 }
 
 TEST(InputPieces, APipeIsReadInChunksAndALongLineGrowsOne) {
