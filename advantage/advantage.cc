@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "absl/strings/str_cat.h"
 #include "advantage/cpu_estimators.h"
@@ -213,6 +214,15 @@ absl::Status ValidateShape(const Batch& batch, const Options& options) {
 absl::Status Compute(const Batch& batch, const Options& options, std::span<double> advantages,
                      std::span<GroupStats> groups, BatchSummary* summary) {
   RLSCORE_RETURN_IF_ERROR(ValidateShape(batch, options));
+  // The kernels write whole rows, past a group's end into the groups after it, before those are
+  // read (reference.h): written over the rewards, they would change rewards still to be read.
+  const auto address = [](const double* p) { return reinterpret_cast<uintptr_t>(p); };
+  if (!advantages.empty() &&
+      address(advantages.data()) < address(batch.rewards.data() + batch.rewards.size()) &&
+      address(batch.rewards.data()) < address(advantages.data() + advantages.size())) {
+    return absl::InvalidArgumentError(
+        "advantages overlap the rewards: Compute needs an output buffer of its own");
+  }
   if (options.estimator == Estimator::kGdpo) RLSCORE_RETURN_IF_ERROR(CheckComponents(batch));
   // The CPU-only estimators start as Dr. GRPO: the group statistics, zero-variance decisions and
   // r - μ they are finished from.

@@ -71,9 +71,10 @@ absl::Status ValidateShape(const Batch& batch, const Options& options);
 // decisions above (as Dr. GRPO) and are finished as cpu_estimators.h states; then the keep band,
 // when on, marks the groups outside it (ApplyKeepBand).
 //
-// Errors: INVALID_ARGUMENT for a bad shape (see ValidateShape) or a NaN/±Inf reward, component
-// (GDPO) or accuracy (keep band) of a scorable entry, naming the group, the position in the group
-// and the flat index of the first offending value.
+// Errors: INVALID_ARGUMENT for a bad shape (see ValidateShape), for advantages that overlap the
+// rewards (no computing in place), or for a NaN/±Inf reward, component (GDPO) or accuracy (keep
+// band) of a scorable entry, naming the group, the position in the group and the flat index of the
+// first offending value.
 //
 // REQUIRES: advantages.size() == batch.rewards.size(), groups.size() == batch.group_sizes.size(),
 // summary != nullptr. On error the outputs hold unspecified values.

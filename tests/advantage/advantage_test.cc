@@ -1008,6 +1008,30 @@ TEST(Advantage, BadShapesAndOptionsAreRejected) {
   }
 }
 
+// The kernels write past a group's end into the groups after it before reading them, so
+// advantages computed over the rewards would be wrong: refused, whether they cover the rewards
+// or part of them; a buffer right after the rewards is fine.
+TEST(Advantage, RefusesAdvantagesOverTheRewards) {
+  const std::vector<uint32_t> sizes = {3, 17, 9, 40, 1, 26, 64, 40};  // 200 rewards
+  std::vector<double> buffer(400);
+  for (size_t i = 0; i < 200; ++i) buffer[i] = static_cast<double>(i % 7) * 0.25;
+  const std::span<double> rewards = std::span<double>(buffer).subspan(0, 200);
+  const Batch batch{.rewards = rewards, .group_sizes = sizes, .outcomes = {}};
+  std::vector<GroupStats> groups(sizes.size());
+  BatchSummary summary;
+  for (const size_t start : {0, 100, 199}) {
+    const absl::Status status =
+        Compute(batch, Options{}, std::span<double>(buffer).subspan(start, 200), groups, &summary);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << start << ": " << status;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("overlap the rewards"));
+  }
+  std::vector<double> apart(200);
+  ASSERT_TRUE(Compute(batch, Options{}, apart, groups, &summary).ok());
+  const std::span<double> adjacent = std::span<double>(buffer).subspan(200, 200);
+  ASSERT_TRUE(Compute(batch, Options{}, adjacent, groups, &summary).ok());
+  EXPECT_TRUE(std::equal(apart.begin(), apart.end(), adjacent.begin()));
+}
+
 TEST(Advantage, ValidateShapeDoesNotLookAtValues) {
   const Case c{.rewards = {kNaN, kInf, 1e308}, .sizes = {2, 1}, .outcomes = {}};
   EXPECT_TRUE(ValidateShape(c.AsBatch(), Options{}).ok());
