@@ -201,15 +201,19 @@ bool IsaAvailable(VectorIsa isa);
 // a time (W the doubles in a vector) by kernels unrolled for their number of rows: each group's
 // lanes accumulate in its own vectors, then the fold pairs the lanes of the W groups so that one
 // vector holds one sum per group, and that vector carries them all through μ, σ and the factor
-// (lanes across groups). A group with unscorable entries is read from a copy of its scorable
-// rewards. Everything else (longer groups, the last groups of the batch, any group whose Σ(x - μ)²
-// is too small to rule out identical rewards, and any group that turns out clamped, rescaled or not
-// finite) takes ComputeReference's single-group path. The kernels read a group's last row of 8
-// whole, up to 7 rewards past its end (ignored), and a group of fewer than 8 rewards has the
-// advantages past its end stored back as they were; both stay within the spans.
-// Thread-safe: touches nothing but its arguments (about 27 KiB of stack, and up to 32 KiB of heap
+// (lanes across groups). On AVX-512 a block of small groups of different sizes, without
+// unscorable entries and not at the end of the batch, is taken W consecutive groups at a time, in
+// place and in address order, every group reading and writing as many rows as the longest of its
+// W (the entries past its end masked off in its sums; what it writes there is overwritten by the
+// groups after it). A group with unscorable entries is read from a copy of its scorable rewards.
+// Everything else (longer groups, the last groups of the batch, any group whose Σ(x - μ)² is too
+// small to rule out identical rewards, and any group that turns out clamped, rescaled or not
+// finite) takes ComputeReference's single-group path. The kernels read up to 63 rewards past a
+// group's end (ignored); advantages past a group's end are either stored back as they were or
+// overwritten later with their own values. Both stay within the spans.
+// Thread-safe: touches nothing but its arguments (about 32 KiB of stack, and up to 32 KiB of heap
 // for the copies when some group has unscorable entries).
-// REQUIRES: IsaAvailable(isa).
+// REQUIRES: IsaAvailable(isa); `advantages` does not overlap batch.rewards.
 Failure ComputeInterleaved(const Batch& batch, const Options& options, std::span<double> advantages,
                            std::span<GroupStats> groups, BatchSummary* summary,
                            VectorIsa isa = VectorIsa::kBest);

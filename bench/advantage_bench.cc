@@ -41,15 +41,18 @@ namespace {
 constexpr int64_t kSizes[] = {1'000, 10'000, 100'000, 1'000'000, 10'000'000};
 
 // How the N rewards are cut into groups, and (kSignedGroupsOf16, kUnscorableGroupsOf16) what
-// they are.
+// they are. kRaggedNear16 is groups of 16 of which a trainer dropped up to three completions
+// (13 to 16 entries): ragged, but every group the same number of rows but for a few.
 enum class Layout {
   kGroupsOf16,
   kGroupsOf1024,
   kRagged,
+  kRaggedNear16,
   kSignedGroupsOf16,
   kUnscorableGroupsOf16,
 };
-constexpr Layout kLayouts[] = {Layout::kGroupsOf16, Layout::kGroupsOf1024, Layout::kRagged,
+constexpr Layout kLayouts[] = {Layout::kGroupsOf16,       Layout::kGroupsOf1024,
+                               Layout::kRagged,           Layout::kRaggedNear16,
                                Layout::kSignedGroupsOf16, Layout::kUnscorableGroupsOf16};
 
 const char* LayoutName(Layout layout) {
@@ -60,6 +63,8 @@ const char* LayoutName(Layout layout) {
       return "g1024";
     case Layout::kRagged:
       return "ragged1-64";
+    case Layout::kRaggedNear16:
+      return "ragged13-16";
     case Layout::kSignedGroupsOf16:
       return "g16-signed";
     case Layout::kUnscorableGroupsOf16:
@@ -95,10 +100,12 @@ Workload MakeWorkload(size_t n, Layout layout) {
         length_penalty(gen);
   }
   std::uniform_int_distribution<uint32_t> ragged(1, 64);
+  std::uniform_int_distribution<uint32_t> near16(13, 16);
   for (size_t left = n; left > 0;) {
-    uint32_t size = layout == Layout::kGroupsOf1024 ? 1024
-                    : layout == Layout::kRagged     ? ragged(gen)
-                                                    : 16;
+    uint32_t size = layout == Layout::kGroupsOf1024   ? 1024
+                    : layout == Layout::kRagged       ? ragged(gen)
+                    : layout == Layout::kRaggedNear16 ? near16(gen)
+                                                      : 16;
     size = static_cast<uint32_t>(std::min<size_t>(size, left));
     w.sizes.push_back(size);
     left -= size;

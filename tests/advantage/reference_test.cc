@@ -77,11 +77,12 @@ TEST(Reference, MomentStackIsTheLevelByLevelTree) {
 }
 
 // ComputeInterleaved against ComputeReference, the single-group path, on random batches built to
-// reach every branch: ragged groups of 1 to 70 entries (every number of rows and every partial last
-// row, groups that end the batch), ties, bit-identical groups (and +0.0 beside -0.0), unscorable
-// entries and all-unscorable groups, magnitudes near overflow and tiny spreads (the rescaled σ),
-// subnormals, and now and then a NaN or ±Inf (the same Failure expected). Everything must match to
-// the bit: advantages, every GroupStats field, the summary, and the Failure.
+// reach every branch: ragged groups of 1 to 70 entries or of 1 to at most 64 (every number of rows
+// and every partial last row, groups that end the batch), ties, bit-identical groups (and +0.0
+// beside -0.0), unscorable entries and all-unscorable groups, magnitudes near overflow and tiny
+// spreads (the rescaled σ), subnormals, and now and then a NaN or ±Inf (the same Failure expected).
+// Everything must match to the bit: advantages, every GroupStats field, the summary, and the
+// Failure.
 struct RandomBatch {
   std::vector<double> rewards;
   std::vector<uint32_t> sizes;
@@ -98,12 +99,16 @@ RandomBatch MakeRandomBatch(std::mt19937_64& rng) {
   constexpr double kTies[] = {0.1, 1.1, 0.6, 0.0, -0.0};
 
   const size_t groups = 1 + pick(pick(4) == 0 ? 8 : 300);
-  const size_t size_mode = pick(3);  // ragged 1-70, one fixed size, or a few common sizes
+  // Ragged 1-70, ragged 1 to at most 64 (every group small: blocks of small groups of different
+  // sizes, with as few rows as the top allows), one fixed size, or a few common sizes.
+  const size_t size_mode = pick(4);
   const uint32_t fixed = kFixedSizes[pick(std::size(kFixedSizes))];
+  const uint32_t small_top = static_cast<uint32_t>(1 + pick(64));
   const bool with_outcomes = pick(2) == 0;
   for (size_t g = 0; g < groups; ++g) {
     const uint32_t size = size_mode == 0   ? static_cast<uint32_t>(1 + pick(70))
-                          : size_mode == 1 ? fixed
+                          : size_mode == 1 ? static_cast<uint32_t>(1 + pick(small_top))
+                          : size_mode == 2 ? fixed
                                            : (8u << pick(4)) + (pick(4) == 0 ? 1u : 0u);
     b.sizes.push_back(size);
     const size_t kind = pick(8);
