@@ -1039,6 +1039,7 @@ RLSCORE_VECTOR_INLINE void RaggedBlock(Block& b, const double* rewards, double* 
   }
   if (o.write) RaggedPass<W, Pass::kWrite>(kRowCounts, b, st, whole, rewards, out, stats, o);
 }
+
 // Bit k: whether outcome k of the `size` <= 64 at `o` is kUnscorable. `readable`: the 64 bytes
 // from `o` lie inside the outcomes, so that they can be compared 16 at a time.
 uint64_t UnscorableBits(const Outcome* o, size_t size, bool readable) {
