@@ -291,6 +291,11 @@ constexpr double kIdenticalSpread = 0x1p-105;  // 2u²
 constexpr int kBlockLevel = 6;
 constexpr size_t kBlockGroups = size_t{1} << kBlockLevel;
 constexpr uint64_t kAllOnes = ~uint64_t{0};
+// How far ahead of the chunk they sum (in rewards: 4 KiB) UniformBlock and RaggedBlock ask for the
+// lines of the rewards, and ahead of the chunk they write for those of the advantages. Asked for a
+// block ahead (16 KiB of each for ragged groups of 1 to 64, beside the block in L1), ragged groups
+// ran a sixth slower at 10^7 rewards; 256 and 1,024 were slower than 512 for groups of 16.
+constexpr size_t kPrefetchAhead = 512;
 
 // kLastRow.lanes[p]: all ones in the p lanes that a last row of p ∈ [1, kLanes] elements fills.
 // A masked-off lane adds +0.0, which is what a lane that received nothing adds in CanonicalSum.
@@ -487,13 +492,15 @@ struct Block {
   double* bucket_y[kSmallRows][kBlockGroups + kPad];
   const uint64_t* bucket_last[kSmallRows][kBlockGroups + kPad];  // kLastRow of its last row
   double bucket_n[kSmallRows][kBlockGroups + kPad];
-  // The kernels ask for the lines of the same groups one block ahead (this block's number of
-  // rewards; 0 when that would run past the batch), a group at a time in every pass: the first
-  // rows of its rewards in the first pass, the other rows and the block's statistics in the
-  // second, its advantages in the last. Asked for all at once, they fill the core's miss
-  // buffers and stall the pass that asks; not asked for, the next block's first pass waits on
-  // memory, because the hardware prefetcher does not run ahead while the passes stay in cache
-  // (and does not follow the order of buckets).
+  // This block's number of rewards, or 0 when a block as long would run past the batch: how far
+  // ahead the kernels may ask for lines. The bucketed kernels ask for the lines of the same
+  // groups one block ahead, a group at a time in every pass: the first rows of its rewards in
+  // the first pass, the other rows and the block's statistics in the second, its advantages in
+  // the last. Asked for all at once, they fill the core's miss buffers and stall the pass that
+  // asks; not asked for, the next block's first pass waits on memory, because the hardware
+  // prefetcher does not run ahead while the passes stay in cache (and does not follow the order
+  // of buckets). UniformBlock and RaggedBlock, which go through the block in address order, ask
+  // for lines kPrefetchAhead rewards ahead instead.
   size_t prefetch_distance = 0;
   // Bit j: group j takes the single-group path, statistics and advantages (it is not small, or
   // not normal). The kernels finish the others.
@@ -747,10 +754,16 @@ RLSCORE_VECTOR_INLINE void RunPass(std::index_sequence<kBuckets...>, Block& b, C
 // last group's last row readable whole, every entry scorable but in the groups whose bits are
 // set in b.single_path on entry (the kernel writes no advantages for them, and the caller finishes
 // them, whatever their statistics here): the arithmetic of ChunkPass with each group's place
-// computed instead of looked up, the statistics stored a chunk at a time, μ and the factor
-// broadcast from the block's arrays, the next block's lines asked for as Block::prefetch_distance
-// says. The groups past the last whole chunk of W take the single-group path, like every group the
-// kernels do not finish.
+// computed instead of looked up, μ and the factor broadcast from the block's arrays. The groups
+// past the last whole chunk of W take the single-group path, like every group the kernels do not
+// finish.
+//
+// The chunks go through two stages a chunk apart, in address order: step c sums chunk c, then
+// finishes chunk c - 1 (Σ(x - μ)², σ, the factor, the statistics and the advantages). The chain of
+// divisions and the square root of chunk c - 1 then runs beside the sums of chunk c + 1, and the
+// rewards come from memory at an even pace, asked for kPrefetchAhead rewards ahead. (In three
+// passes over the whole block, the bucketed kernels' order, groups of 16 ran at about 0.5 of
+// memcpy's rate at 10^7 rewards; this way at about 0.7.)
 template <int W, size_t kRows>
 RLSCORE_VECTOR_INLINE void UniformBlock(Block& b, uint32_t size, const double* x, double* y,
                                         GroupStats* stats, const KernelOptions& o) {
@@ -766,20 +779,22 @@ RLSCORE_VECTOR_INLINE void UniformBlock(Block& b, uint32_t size, const double* x
   for (size_t k = 0; k < kPer; ++k) last[k] = S::LoadBits(last_lanes + W * k);
   const F n = S::Splat(static_cast<double>(size));
   U finite_sum[kBlockGroups / W];
-  alignas(64) double std[kBlockGroups];
   alignas(64) double factor[kBlockGroups];
 
-  const size_t ahead = b.prefetch_distance;
-  constexpr size_t kFirstRows = (kRows + 1) / 2;
+  const bool prefetch = b.prefetch_distance != 0;
+  const size_t ahead = std::min(kPrefetchAhead, b.prefetch_distance);
 
   // CanonicalSum, without the +0.0 it starts from: that changes only the sign of a zero sum, and
   // only when every reward is -0.0, which leaves Σ(x - μ)² = 0 and the group to the single path.
-  for (size_t j = 0; j < whole; j += W) {
+  // Then μ.
+  const auto sums = [&](size_t j) RLSCORE_VECTOR_LAMBDA {
     F lanes[W];
     for (size_t h = 0; h < W; ++h) {
       const double* g = x + (j + h) * size;
-#pragma GCC unroll 4
-      for (size_t r = 0; r < kFirstRows; ++r) __builtin_prefetch(g + ahead + kLanes * r, 0, 3);
+      if (prefetch) {
+#pragma GCC unroll 8
+        for (size_t r = 0; r < kRows; ++r) __builtin_prefetch(g + ahead + kLanes * r, 0, 3);
+      }
       F v[kPer];
 #pragma GCC unroll 8
       for (size_t r = 0; r < kRows; ++r) {
@@ -795,17 +810,13 @@ RLSCORE_VECTOR_INLINE void UniformBlock(Block& b, uint32_t size, const double* x
     const F sum = S::ReduceGroups(lanes);
     S::Store(&b.mean[j], sum / n);
     finite_sum[j / W] = S::Finite(sum);
-  }
+  };
   // CanonicalSumSquaredDeviations (a square is never -0.0: the +0.0 start changes nothing), then
-  // StdFromM2 and Factor in the same pass (Chunks says why).
-  for (size_t j = 0; j < whole; j += W) {
+  // StdFromM2, Factor and every group's statistics (the single path overwrites its own).
+  const auto spreads = [&](size_t j) RLSCORE_VECTOR_LAMBDA {
     F squares[W];
     for (size_t h = 0; h < W; ++h) {
       const double* g = x + (j + h) * size;
-#pragma GCC unroll 4
-      for (size_t r = kFirstRows; r < kRows; ++r) {
-        __builtin_prefetch(g + ahead + kLanes * r, 0, 3);
-      }
       const F mu = S::Splat(b.mean[j + h]);
       F v[kPer];
 #pragma GCC unroll 8
@@ -822,33 +833,39 @@ RLSCORE_VECTOR_INLINE void UniformBlock(Block& b, uint32_t size, const double* x
     }
     const F m2 = S::ReduceGroups(squares);
     S::Store(&b.m2[j], m2);
-    if (ahead != 0) {
+    if (prefetch) {
       const char* next = reinterpret_cast<const char*>(stats + b.count + j);
 #pragma GCC unroll 4
       for (size_t i = 0; i < W * sizeof(GroupStats); i += 64) __builtin_prefetch(next + i, 1, 3);
     }
     F sd, f;
     const U normal = Spreads<W>(n, S::Load(&b.mean[j]), m2, finite_sum[j / W], o, &sd, &f);
-    S::Store(&std[j], sd);
     S::Store(&factor[j], f);
     S::Store(&b.n[j], n);
     for (size_t h = 0; h < W; ++h) {
       if (normal[h] == 0) b.single_path |= uint64_t{1} << (j + h);
+      stats[j + h] = GroupStats{.mean = b.mean[j + h], .std = sd[h], .scorable = size};
     }
-  }
-  // Every group's statistics, which the single path overwrites for its own.
-  for (size_t j = 0; j < whole; ++j) {
-    stats[j] = GroupStats{.mean = b.mean[j], .std = std[j], .scorable = size};
-  }
-  if (!o.write) return;
+  };
   // WriteGroup of the normal groups.
-  for (size_t j = 0; j < whole; ++j) {
-    double* out = y + j * size;
+  const auto write = [&](size_t j) RLSCORE_VECTOR_LAMBDA {
+    for (size_t g = j; g < j + W; ++g) {
+      double* out = y + g * size;
+      if (prefetch) {
 #pragma GCC unroll 8
-    for (size_t r = 0; r < kRows; ++r) __builtin_prefetch(out + ahead + kLanes * r, 1, 3);
-    if ((b.single_path >> j & 1) != 0) continue;
-    WriteRows<W, kRows>(x + j * size, out, size, S::Splat(b.mean[j]), S::Splat(factor[j]),
-                        last_lanes);
+        for (size_t r = 0; r < kRows; ++r) __builtin_prefetch(out + ahead + kLanes * r, 1, 3);
+      }
+      if ((b.single_path >> g & 1) != 0) continue;
+      WriteRows<W, kRows>(x + g * size, out, size, S::Splat(b.mean[g]), S::Splat(factor[g]),
+                          last_lanes);
+    }
+  };
+  for (size_t j = 0; j <= whole; j += W) {
+    if (j < whole) sums(j);
+    if (j >= W) {
+      spreads(j - W);
+      if (o.write) write(j - W);
+    }
   }
 }
 
@@ -878,17 +895,17 @@ struct RaggedState {
   using U = typename Simd<W>::U;
   uint8_t rows[kBlockGroups / W];  // per chunk: its longest group's rows
   U finite_sum[kBlockGroups / W];
-  alignas(64) double std[kBlockGroups];
   alignas(64) double factor[kBlockGroups];
-  // The next block's lines, the same number for every group, as far as this block's length
-  // reaches: its rewards in the first pass, its advantages in the last.
-  bool ahead;
+  // The lines kPrefetchAhead rewards ahead, the same number for every group (`per_group`, 0 for
+  // none), so that the block's groups together ask for at least the block's length: the rewards'
+  // from next_x when they are summed, the advantages' from next_y when they are written. Addresses
+  // as integers: the last lines asked for may lie past the batch (a prefetch never faults).
   size_t per_group;
-  const char* next_x;
-  const char* next_y;
+  uintptr_t next_x;
+  uintptr_t next_y;
 };
 
-// One pass of RaggedBlock over the chunk of groups [j, j + W), reading kRows rows of each.
+// One stage of RaggedBlock for the chunk of groups [j, j + W), reading kRows rows of each.
 template <int W, size_t kRows, Pass kPass>
 RLSCORE_VECTOR_INLINE void RaggedChunk(Block& b, RaggedState<W>& st, size_t j,
                                        const double* rewards, double* out, GroupStats* stats,
@@ -909,7 +926,8 @@ RLSCORE_VECTOR_INLINE void RaggedChunk(Block& b, RaggedState<W>& st, size_t j,
       const double* x = rewards + b.offset[j + h];
       const F n = S::Splat(static_cast<double>(b.size[j + h]));
       for (size_t i = 0; i < st.per_group; ++i) {
-        __builtin_prefetch(st.next_x + 64 * (st.per_group * (j + h) + i), 0, 3);
+        __builtin_prefetch(
+            reinterpret_cast<const void*>(st.next_x + 64 * (st.per_group * (j + h) + i)), 0, 3);
       }
       F v[kPer];
 #pragma GCC unroll 8
@@ -951,16 +969,19 @@ RLSCORE_VECTOR_INLINE void RaggedChunk(Block& b, RaggedState<W>& st, size_t j,
     }
     const F m2 = S::ReduceGroups(squares);
     S::Store(&b.m2[j], m2);
-    if (st.ahead) {
+    if (st.per_group != 0) {
       const char* next = reinterpret_cast<const char*>(stats + b.count + j);
 #pragma GCC unroll 4
       for (size_t i = 0; i < W * sizeof(GroupStats); i += 64) __builtin_prefetch(next + i, 1, 3);
     }
     F sd, f;
     const U normal = Spreads<W>(S::Load(&b.n[j]), mean, m2, st.finite_sum[j / W], o, &sd, &f);
-    S::Store(&st.std[j], sd);
     S::Store(&st.factor[j], f);
-    for (size_t h = 0; h < W; ++h) b.single_path |= uint64_t{normal[h] == 0} << (j + h);
+    // Every group's statistics, which the single path overwrites for its own.
+    for (size_t h = 0; h < W; ++h) {
+      b.single_path |= uint64_t{normal[h] == 0} << (j + h);
+      stats[j + h] = GroupStats{.mean = mean[h], .std = sd[h], .scorable = b.size[j + h]};
+    }
   } else {
     // WriteGroup of the normal groups, whole rows: what lands past a group's end belongs to the
     // groups after it, which are written later (storing the old values back instead made every
@@ -968,7 +989,8 @@ RLSCORE_VECTOR_INLINE void RaggedChunk(Block& b, RaggedState<W>& st, size_t j,
     for (size_t h = 0; h < W; ++h) {
       const size_t g = j + h;
       for (size_t i = 0; i < st.per_group; ++i) {
-        __builtin_prefetch(st.next_y + 64 * (st.per_group * g + i), 1, 3);
+        __builtin_prefetch(reinterpret_cast<const void*>(st.next_y + 64 * (st.per_group * g + i)),
+                           1, 3);
       }
       if ((b.single_path >> g & 1) != 0) continue;
       const double* x = rewards + b.offset[g];
@@ -986,31 +1008,28 @@ RLSCORE_VECTOR_INLINE void RaggedChunk(Block& b, RaggedState<W>& st, size_t j,
   }
 }
 
-// One pass of RaggedBlock over the block's `whole` groups, each chunk with the kernel for its
-// rows.
+// One stage of RaggedBlock for the chunk of groups [j, j + W), with the kernel for its rows.
 template <int W, Pass kPass, size_t... kRows>
-RLSCORE_VECTOR_INLINE void RaggedPass(std::index_sequence<kRows...>, Block& b, RaggedState<W>& st,
-                                      size_t whole, const double* rewards, double* out,
-                                      GroupStats* stats, const KernelOptions& o) {
-  for (size_t j = 0; j < whole; j += W) {
-    const size_t rows = st.rows[j / W];
-    ((rows == kRows + 1 ? RaggedChunk<W, kRows + 1, kPass>(b, st, j, rewards, out, stats, o)
-                        : void()),
-     ...);
-  }
+RLSCORE_VECTOR_INLINE void RaggedStage(std::index_sequence<kRows...>, Block& b, RaggedState<W>& st,
+                                       size_t j, const double* rewards, double* out,
+                                       GroupStats* stats, const KernelOptions& o) {
+  const size_t rows = st.rows[j / W];
+  ((rows == kRows + 1 ? RaggedChunk<W, kRows + 1, kPass>(b, st, j, rewards, out, stats, o)
+                      : void()),
+   ...);
 }
 
 // A block whose groups have different sizes, each of at most kLanes · kSmallRows entries, none
 // unscorable, and whose last group has kLanes · kSmallRows entries from its start inside the batch:
-// the arithmetic of UniformBlock with every group read in place, in address order, instead of
-// being sorted into buckets by rows. W consecutive groups make a chunk, and every group of a chunk
-// reads and writes as many rows as the chunk's longest group: the lanes past a group's end are
-// masked off in its sums (the masks compare entry numbers with the group's size), and what it
-// writes there belongs to the groups after it, which are written later (so the advantages must not
-// overlap the rewards). Nothing branches on a group's size; only the kernel is chosen, once a chunk
-// (a branch on random sizes is mispredicted about once a group). In cache this costs about what
-// filing into buckets does; from memory it is faster, because every pass reads and writes the
-// block in address order, and the next block's lines are asked for in the same order.
+// the arithmetic of UniformBlock, in its two stages a chunk apart, with every group read in place
+// instead of being sorted into buckets by rows. W consecutive groups make a chunk, and every group
+// of a chunk reads and writes as many rows as the chunk's longest group: the lanes past a group's
+// end are masked off in its sums (the masks compare entry numbers with the group's size), and what
+// it writes there belongs to the groups after it, which are written later (so the advantages must
+// not overlap the rewards). Nothing branches on a group's size; only the kernel is chosen, once a
+// chunk and stage (a branch on random sizes is mispredicted about once a group). In cache this
+// costs about what filing into buckets does; from memory it is faster, because the block is read
+// and written in address order, and its lines are asked for in the same order.
 template <int W>
 RLSCORE_VECTOR_INLINE void RaggedBlock(Block& b, const double* rewards, double* out,
                                        GroupStats* stats, const KernelOptions& o) {
@@ -1023,21 +1042,20 @@ RLSCORE_VECTOR_INLINE void RaggedBlock(Block& b, const double* rewards, double* 
     for (size_t h = 0; h < W; ++h) longest = std::max(longest, b.size[j + h]);
     st.rows[j / W] = static_cast<uint8_t>(std::max<size_t>(1, (longest + kLanes - 1) / kLanes));
   }
-  st.ahead = b.prefetch_distance != 0;
-  st.per_group = st.ahead ? (b.prefetch_distance * sizeof(double) + 64 * kBlockGroups - 1) /
-                                (64 * kBlockGroups)
-                          : 0;
-  st.next_x = reinterpret_cast<const char*>(rewards + b.offset[0] + b.prefetch_distance);
-  st.next_y = reinterpret_cast<const char*>(out + b.offset[0] + b.prefetch_distance);
+  st.per_group = (b.prefetch_distance * sizeof(double) + 64 * kBlockGroups - 1) /
+                 (64 * kBlockGroups);  // 0 when prefetch_distance is
+  const size_t ahead = std::min(kPrefetchAhead, b.prefetch_distance);
+  st.next_x = reinterpret_cast<uintptr_t>(rewards + b.offset[0] + ahead);
+  st.next_y = reinterpret_cast<uintptr_t>(out + b.offset[0] + ahead);
 
   constexpr auto kRowCounts = std::make_index_sequence<kSmallRows>();
-  RaggedPass<W, Pass::kSums>(kRowCounts, b, st, whole, rewards, out, stats, o);
-  RaggedPass<W, Pass::kSpreads>(kRowCounts, b, st, whole, rewards, out, stats, o);
-  // Every group's statistics, which the single path overwrites for its own.
-  for (size_t j = 0; j < whole; ++j) {
-    stats[j] = GroupStats{.mean = b.mean[j], .std = st.std[j], .scorable = b.size[j]};
+  for (size_t j = 0; j <= whole; j += W) {
+    if (j < whole) RaggedStage<W, Pass::kSums>(kRowCounts, b, st, j, rewards, out, stats, o);
+    if (j >= W) {
+      RaggedStage<W, Pass::kSpreads>(kRowCounts, b, st, j - W, rewards, out, stats, o);
+      if (o.write) RaggedStage<W, Pass::kWrite>(kRowCounts, b, st, j - W, rewards, out, stats, o);
+    }
   }
-  if (o.write) RaggedPass<W, Pass::kWrite>(kRowCounts, b, st, whole, rewards, out, stats, o);
 }
 
 // Bit k: whether outcome k of the `size` <= 64 at `o` is kUnscorable. `readable`: the 64 bytes
