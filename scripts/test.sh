@@ -9,7 +9,8 @@
 #                off (the server must build, start and serve without it), and the libFuzzer
 #                targets, each run for RLSCORE_FUZZ_SECONDS (20) from its seed corpus;
 #   build-tsan/  clang with ThreadSanitizer (docs/RELIABILITY.md "Sanitizers": tests/tsan.supp,
-#                tests/tsan_ignorelist.txt and common/tsan_handoff.h).
+#                tests/tsan_ignorelist.txt and common/tsan_handoff.h), only the tests that start
+#                threads: the end-to-end ones and the programs marked THREADS (tests/CMakeLists.txt).
 # Extra arguments go to every ctest, e.g. scripts/test.sh -R Server.
 set -euo pipefail
 cd "$(dirname "$0")/.."
