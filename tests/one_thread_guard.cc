@@ -16,6 +16,6 @@ extern "C" int pthread_create(void* /*thread*/, const void* /*attributes*/,
   static constexpr char kMessage[] =
       "one_thread_guard: this test program started a thread, but its rlscore_test() does not say "
       "THREADS, so a ThreadSanitizer build would leave it out: add THREADS\n";
-  if (write(STDERR_FILENO, kMessage, sizeof kMessage - 1) < 0) std::abort();
+  [[maybe_unused]] const ssize_t written = write(STDERR_FILENO, kMessage, sizeof kMessage - 1);
   std::abort();
 }
