@@ -19,6 +19,11 @@
 #endif
 #endif
 
+// Forces the vector helpers into their caller, so that they are compiled for the caller's
+// instruction set (an AVX-512 caller gets AVX-512 code).
+#define RLSCORE_VECTOR_INLINE [[gnu::always_inline]] inline
+#define RLSCORE_VECTOR_LAMBDA __attribute__((always_inline))
+
 namespace rlscore::advantage::reference {
 namespace {
 
@@ -178,11 +183,23 @@ ZeroVarianceCause CauseOf(const Batch& batch, size_t offset, size_t size, size_t
   return identical ? ZeroVarianceCause::kIdenticalRewards : ZeroVarianceCause::kBelowThreshold;
 }
 
+// The canonical sums of the single-group path, one lane after the other: what ComputeReference
+// runs. ComputeInterleaved passes WideSums, the same operations on vectors.
+struct ScalarSums {
+  static SumAndIdentity Sum(const double* x, size_t n) { return CanonicalSumAndIdentity(x, n); }
+  static double SquaredDeviations(const double* x, size_t n, double mean) {
+    return CanonicalSumSquaredDeviations(x, n, mean);
+  }
+};
+
 // The statistics of one group on its own (the single-group path), with `*m2` the Σ(x - μ)² that
 // enters the batch's moments. Returns false when the sum or Σ(x - μ)² of its scorable rewards is
 // not finite.
-bool SingleGroupStats(const Batch& batch, const Options& options, size_t offset, size_t size,
-                      std::vector<double>* scratch, GroupStats* st, double* m2) {
+template <typename Sums>
+RLSCORE_VECTOR_INLINE bool SingleGroupStats(const Batch& batch, const Options& options,
+                                            size_t offset, size_t size,
+                                            std::vector<double>* scratch, GroupStats* st,
+                                            double* m2) {
   *st = GroupStats{};
   // The scorable rewards of the group, contiguous: the caller's memory in the common case.
   const double* values = batch.rewards.data() + offset;
@@ -206,12 +223,12 @@ bool SingleGroupStats(const Batch& batch, const Options& options, size_t offset,
   *m2 = 0.0;
   bool identical = true;
   if (n > 0) {
-    const SumAndIdentity first = CanonicalSumAndIdentity(values, n);
+    const SumAndIdentity first = Sums::Sum(values, n);
     if (!std::isfinite(first.sum)) return false;
     identical = first.identical;
     // The mean of identical values is the value itself, exactly.
     st->mean = identical ? values[0] : first.sum / static_cast<double>(n);
-    *m2 = identical ? 0.0 : CanonicalSumSquaredDeviations(values, n, st->mean);
+    *m2 = identical ? 0.0 : Sums::SquaredDeviations(values, n, st->mean);
     if (!std::isfinite(*m2)) return false;
     st->std = !identical && *m2 < kTinySumOfSquares
                   ? TinySpreadStd(values, n, st->mean, options.deviation, m2)
@@ -269,11 +286,6 @@ Failure FinishBatch(const Batch& batch, const Options& options, const Moments& a
 // is what the single-group path sums. What the kernels do not finish (large groups, and any group
 // that could be identical, or is clamped, rescaled or not finite) takes the single-group path
 // above.
-
-// Forces the vector helpers into their caller, so that they are compiled for the caller's
-// instruction set (an AVX-512 caller gets AVX-512 code).
-#define RLSCORE_VECTOR_INLINE [[gnu::always_inline]] inline
-#define RLSCORE_VECTOR_LAMBDA __attribute__((always_inline))
 
 // A group of at most kSmallRows rows takes the kernels; longer groups keep the lanes busy on the
 // single-group path.
@@ -617,6 +629,92 @@ RLSCORE_VECTOR_INLINE void WriteRows(const double* x, double* y, size_t size,
       S::Store(y + W * k, S::Select(S::LoadBits(last + W * k), a, S::Load(y + W * k)));
     }
   }
+}
+
+// CanonicalSum of term over x[0, n), n > 0, W lanes at a time: each vector holds W of a row's
+// kLanes lanes, so every lane gets exactly the scalar loop's additions in the same order; the
+// last partial row is read from a copy (nothing past x + n is touched) whose missing lanes add
+// +0.0, as in CanonicalSum, and the fold is CanonicalSum's. Large groups come from memory: the
+// lines kPrefetchAhead rewards ahead are asked for a row at a time, in address order.
+template <int W, typename Term>
+RLSCORE_VECTOR_INLINE double WideCanonicalSum(const double* x, size_t n, Term term) {
+  using S = Simd<W>;
+  using F = typename S::F;
+  constexpr size_t kPer = S::kPerRow;
+  F v[kPer] = {};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(x + i) +
+                                                     kPrefetchAhead * sizeof(double)),
+                       0, 3);
+#pragma GCC unroll 4
+    for (size_t k = 0; k < kPer; ++k) v[k] = v[k] + term(S::Load(x + i + W * k));
+  }
+  if (i < n) {
+    // CanonicalSum's clamped reads: the lanes past the end repeat x[n - 1].
+    alignas(64) double last[kLanes];
+    for (size_t l = 0; l < kLanes; ++l) last[l] = x[std::min(i + l, n - 1)];
+#pragma GCC unroll 4
+    for (size_t k = 0; k < kPer; ++k) {
+      const typename S::U in = S::LoadBits(kLastRow.lanes[n - i] + W * k);
+      v[k] = v[k] + S::FromBits(S::Bits(term(S::Load(last + W * k))) & in);
+    }
+  }
+  alignas(64) double lanes[kLanes];
+  for (size_t k = 0; k < kPer; ++k) S::Store(lanes + W * k, v[k]);
+#pragma GCC unroll 8
+  for (size_t w = kLanes / 2; w >= 1; w /= 2) {
+#pragma GCC unroll 8
+    for (size_t j = 0; j < w; ++j) lanes[j] += lanes[j + w];
+  }
+  return lanes[0];
+}
+
+// The single-group path's sums (ScalarSums) for ComputeInterleaved, W lanes at a time.
+template <int W>
+struct WideSums {
+  using S = Simd<W>;
+  using F = typename S::F;
+  using U = typename S::U;
+  RLSCORE_VECTOR_INLINE static SumAndIdentity Sum(const double* x, size_t n) {
+    const U first = S::SplatBits(std::bit_cast<uint64_t>(x[0]));
+    U diff{};
+    const double sum = WideCanonicalSum<W>(x, n, [&diff, first](const F& v) RLSCORE_VECTOR_LAMBDA {
+      diff |= S::Bits(v) ^ first;
+      return v;
+    });
+    bool identical = true;
+    for (int k = 0; k < W; ++k) identical &= diff[k] == 0;
+    return {sum, identical};
+  }
+  RLSCORE_VECTOR_INLINE static double SquaredDeviations(const double* x, size_t n, double mean) {
+    const F mu = S::Splat(mean);
+    return WideCanonicalSum<W>(x, n, [mu](const F& v) RLSCORE_VECTOR_LAMBDA {
+      const F d = v - mu;
+      return d * d;
+    });
+  }
+};
+
+// WriteGroup of a group with signal and every entry scorable, W entries at a time: (x - μ) · f,
+// asking for the lines kPrefetchAhead entries ahead.
+template <int W>
+RLSCORE_VECTOR_INLINE void WideWrite(const double* x, size_t size, double mean, double factor,
+                                     double* y) {
+  using S = Simd<W>;
+  const typename S::F mu = S::Splat(mean);
+  const typename S::F f = S::Splat(factor);
+  size_t i = 0;
+  for (; i + kLanes <= size; i += kLanes) {
+    __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(y + i) +
+                                                     kPrefetchAhead * sizeof(double)),
+                       1, 3);
+#pragma GCC unroll 4
+    for (size_t k = 0; k < S::kPerRow; ++k) {
+      S::Store(y + i + W * k, (S::Load(x + i + W * k) - mu) * f);
+    }
+  }
+  for (; i < size; ++i) y[i] = (x[i] - mean) * factor;
 }
 
 // One pass over chunk `c`: entries [i, i + valid) of bucket kRows - 1 (the entries past `valid`
@@ -1314,7 +1412,7 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
       const size_t size = b.size[j];
       GroupStats& st = stats[j];
       double m2 = 0.0;
-      if (!SingleGroupStats(batch, options, b.offset[j], size, &scratch, &st, &m2)) {
+      if (!SingleGroupStats<WideSums<W>>(batch, options, b.offset[j], size, &scratch, &st, &m2)) {
         return {Failure::Kind::kGroupNotFinite, g0 + j};
       }
       s.unscorable += size - st.scorable;
@@ -1324,7 +1422,12 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
       b.m2[j] = m2;
       if (!batch_normalized) {
         ++s.groups_by_cause[static_cast<size_t>(st.cause)];
-        WriteGroup(batch, options, st, 0.0, b.offset[j], size, out + b.offset[j]);
+        if (st.scorable == size && !st.zero_variance()) {
+          WideWrite<W>(rewards + b.offset[j], size, st.mean,
+                       Factor(options.estimator, st.std, st.scorable, 0.0), out + b.offset[j]);
+        } else {
+          WriteGroup(batch, options, st, 0.0, b.offset[j], size, out + b.offset[j]);
+        }
       }
     }
 
@@ -1423,7 +1526,7 @@ Failure ComputeReference(const Batch& batch, const Options& options, std::span<d
     const size_t size = batch.group_sizes[g];
     GroupStats& st = groups[g];
     double m2 = 0.0;
-    if (!SingleGroupStats(batch, options, offset, size, &scratch, &st, &m2)) {
+    if (!SingleGroupStats<ScalarSums>(batch, options, offset, size, &scratch, &st, &m2)) {
       return {Failure::Kind::kGroupNotFinite, g};
     }
     s.unscorable += size - st.scorable;

@@ -208,9 +208,11 @@ bool IsaAvailable(VectorIsa isa);
 // groups after it). A group with unscorable entries is read from a copy of its scorable rewards.
 // Everything else (longer groups, the last groups of the batch, any group whose Σ(x - μ)² is too
 // small to rule out identical rewards, and any group that turns out clamped, rescaled or not
-// finite) takes ComputeReference's single-group path. The kernels read up to 63 rewards past a
-// group's end (ignored); advantages past a group's end are either stored back as they were or
-// overwritten later with their own values. Both stay within the spans.
+// finite) takes ComputeReference's single-group path, with its canonical sums and its writes W
+// lanes at a time (each vector one row's W lanes, the same additions in the same order) and the
+// lines ahead asked for, since large groups come from memory. The kernels read up to 63 rewards
+// past a group's end (ignored); advantages past a group's end are either stored back as they were
+// or overwritten later with their own values. Both stay within the spans.
 // Thread-safe: touches nothing but its arguments (about 32 KiB of stack, and up to 32 KiB of heap
 // for the copies when some group has unscorable entries).
 // REQUIRES: IsaAvailable(isa); `advantages` does not overlap batch.rewards.

@@ -78,11 +78,11 @@ TEST(Reference, MomentStackIsTheLevelByLevelTree) {
 
 // ComputeInterleaved against ComputeReference, the single-group path, on random batches built to
 // reach every branch: ragged groups of 1 to 70 entries or of 1 to at most 64 (every number of rows
-// and every partial last row, groups that end the batch), ties, bit-identical groups (and +0.0
-// beside -0.0), unscorable entries and all-unscorable groups, magnitudes near overflow and tiny
-// spreads (the rescaled σ), subnormals, and now and then a NaN or ±Inf (the same Failure expected).
-// Everything must match to the bit: advantages, every GroupStats field, the summary, and the
-// Failure.
+// and every partial last row, groups that end the batch), large groups (the single-group path's
+// vector sums, with every partial last row), ties, bit-identical groups (and +0.0 beside -0.0),
+// unscorable entries and all-unscorable groups, magnitudes near overflow and tiny spreads (the
+// rescaled σ), subnormals, and now and then a NaN or ±Inf (the same Failure expected). Everything
+// must match to the bit: advantages, every GroupStats field, the summary, and the Failure.
 struct RandomBatch {
   std::vector<double> rewards;
   std::vector<uint32_t> sizes;
@@ -94,14 +94,17 @@ RandomBatch MakeRandomBatch(std::mt19937_64& rng) {
   RandomBatch b;
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   const auto pick = [&rng](uint64_t n) { return static_cast<size_t>(rng() % n); };
-  constexpr uint32_t kFixedSizes[] = {1, 2, 3, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 63, 64, 65, 70};
+  constexpr uint32_t kFixedSizes[] = {1,  2,  3,  7,  8,  9,  15, 16, 17,
+                                      24, 31, 32, 33, 63, 64, 65, 70, 129};
   constexpr double kScales[] = {1.0, 1e-3, 1e6, 1e150, 1e-150, 1e-160, 1e-300, 1e-320};
   constexpr double kTies[] = {0.1, 1.1, 0.6, 0.0, -0.0};
 
-  const size_t groups = 1 + pick(pick(4) == 0 ? 8 : 300);
+  const bool few_groups = pick(4) == 0;
   // Ragged 1-70, ragged 1 to at most 64 (every group small: blocks of small groups of different
-  // sizes, with as few rows as the top allows), one fixed size, or a few common sizes.
-  const size_t size_mode = pick(4);
+  // sizes, with as few rows as the top allows), one fixed size, a few common sizes, or ragged
+  // large groups (65 to 184 entries, now and then up to 1,164; fewer of them).
+  const size_t size_mode = pick(5);
+  const size_t groups = 1 + pick(few_groups ? 8 : size_mode == 4 ? 60 : 300);
   const uint32_t fixed = kFixedSizes[pick(std::size(kFixedSizes))];
   const uint32_t small_top = static_cast<uint32_t>(1 + pick(64));
   const bool with_outcomes = pick(2) == 0;
@@ -109,7 +112,9 @@ RandomBatch MakeRandomBatch(std::mt19937_64& rng) {
     const uint32_t size = size_mode == 0   ? static_cast<uint32_t>(1 + pick(70))
                           : size_mode == 1 ? static_cast<uint32_t>(1 + pick(small_top))
                           : size_mode == 2 ? fixed
-                                           : (8u << pick(4)) + (pick(4) == 0 ? 1u : 0u);
+                          : size_mode == 3
+                              ? (8u << pick(4)) + (pick(4) == 0 ? 1u : 0u)
+                              : static_cast<uint32_t>(65 + pick(pick(8) == 0 ? 1100 : 120));
     b.sizes.push_back(size);
     const size_t kind = pick(8);
     const double scale = kScales[pick(std::size(kScales))];
