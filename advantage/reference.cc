@@ -1018,8 +1018,11 @@ RLSCORE_VECTOR_INLINE void RaggedChunk(Block& b, RaggedState<W>& st, size_t j,
     return S::Load(&kEntryNumbers.row[r][W * k]) < n;
   };
   if constexpr (kPass == Pass::kSums) {
-    // CanonicalSum, without the +0.0 it starts from (UniformBlock says why).
+    // CanonicalSum, without the +0.0 it starts from (UniformBlock says why). The loops over the
+    // chunk's groups are unrolled in every stage: the groups' lanes then stay in registers, with
+    // no loop between one group's loads and the next's (groups of 13-16 ran a tenth faster).
     F lanes[W];
+#pragma GCC unroll 8
     for (size_t h = 0; h < W; ++h) {
       const double* x = rewards + b.offset[j + h];
       const F n = S::Splat(static_cast<double>(b.size[j + h]));
@@ -1039,8 +1042,10 @@ RLSCORE_VECTOR_INLINE void RaggedChunk(Block& b, RaggedState<W>& st, size_t j,
       lanes[h] = S::FoldRow(v);
     }
     const F sum = S::ReduceGroups(lanes);
-    F n{};
-    for (size_t h = 0; h < W; ++h) n[h] = static_cast<double>(b.size[j + h]);
+    typedef uint32_t Sizes __attribute__((vector_size(4 * W)));  // one conversion for W sizes
+    Sizes sizes;
+    std::memcpy(&sizes, &b.size[j], sizeof sizes);
+    const F n = __builtin_convertvector(sizes, F);
     S::Store(&b.n[j], n);
     S::Store(&b.mean[j], sum / n);
     st.finite_sum[j / W] = S::Finite(sum);
@@ -1049,6 +1054,7 @@ RLSCORE_VECTOR_INLINE void RaggedChunk(Block& b, RaggedState<W>& st, size_t j,
     // then StdFromM2 and Factor (Chunks says why in one pass).
     const F mean = S::Load(&b.mean[j]);
     F squares[W];
+#pragma GCC unroll 8
     for (size_t h = 0; h < W; ++h) {
       const double* x = rewards + b.offset[j + h];
       const F n = S::Splat(static_cast<double>(b.size[j + h]));
@@ -1084,6 +1090,7 @@ RLSCORE_VECTOR_INLINE void RaggedChunk(Block& b, RaggedState<W>& st, size_t j,
     // WriteGroup of the normal groups, whole rows: what lands past a group's end belongs to the
     // groups after it, which are written later (storing the old values back instead made every
     // group's loads wait on the stores of the one before, which overlap them: 15 % slower).
+#pragma GCC unroll 8
     for (size_t h = 0; h < W; ++h) {
       const size_t g = j + h;
       for (size_t i = 0; i < st.per_group; ++i) {
