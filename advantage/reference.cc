@@ -285,7 +285,7 @@ Failure FinishBatch(const Batch& batch, const Options& options, const Moments& a
 // reassociated. A group with unscorable entries is read from a copy of its scorable rewards, which
 // is what the single-group path sums. What the kernels do not finish (large groups, and any group
 // that could be identical, or is clamped, rescaled or not finite) takes the single-group path
-// above.
+// above, with its sums and writes W lanes at a time (WideSums, WideWrite).
 
 // A group of at most kSmallRows rows takes the kernels; longer groups keep the lanes busy on the
 // single-group path.
