@@ -631,6 +631,16 @@ RLSCORE_VECTOR_INLINE void WriteRows(const double* x, double* y, size_t size,
   }
 }
 
+// Asks for the line kPrefetchAhead rewards past p into L1, to be read or written. The address is
+// an integer: it may lie past the array, and a prefetch never faults.
+enum PrefetchFor { kRead = 0, kWrite = 1 };
+template <PrefetchFor kFor>
+RLSCORE_VECTOR_INLINE void PrefetchAhead(const double* p) {
+  __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p) +
+                                                   kPrefetchAhead * sizeof(double)),
+                     kFor, 3);
+}
+
 // CanonicalSum of term over x[0, n), n > 0, W lanes at a time: each vector holds W of a row's
 // kLanes lanes, so every lane gets exactly the scalar loop's additions in the same order; the
 // last partial row is read from a copy (nothing past x + n is touched) whose missing lanes add
@@ -644,9 +654,7 @@ RLSCORE_VECTOR_INLINE double WideCanonicalSum(const double* x, size_t n, Term te
   F v[kPer] = {};
   size_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
-    __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(x + i) +
-                                                     kPrefetchAhead * sizeof(double)),
-                       0, 3);
+    PrefetchAhead<kRead>(x + i);
 #pragma GCC unroll 4
     for (size_t k = 0; k < kPer; ++k) v[k] = v[k] + term(S::Load(x + i + W * k));
   }
@@ -706,9 +714,7 @@ RLSCORE_VECTOR_INLINE void WideWrite(const double* x, size_t size, double mean, 
   const typename S::F f = S::Splat(factor);
   size_t i = 0;
   for (; i + kLanes <= size; i += kLanes) {
-    __builtin_prefetch(reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(y + i) +
-                                                     kPrefetchAhead * sizeof(double)),
-                       1, 3);
+    PrefetchAhead<kWrite>(y + i);
 #pragma GCC unroll 4
     for (size_t k = 0; k < S::kPerRow; ++k) {
       S::Store(y + i + W * k, (S::Load(x + i + W * k) - mu) * f);
