@@ -273,20 +273,19 @@ Failure FinishBatch(const Batch& batch, const Options& options, const Moments& a
 // ---------------------------------------------------------------------------------------------
 // ComputeInterleaved.
 //
-// Groups go through in blocks of kBlockGroups. A block of one small size takes UniformBlock, and
-// on AVX-512 a block of small groups of different sizes, or with unscorable entries, takes
-// RaggedBlock. Otherwise the small
-// groups (at most kSmallRows rows) are sorted by number of rows into buckets, and each bucket is
-// taken in chunks of W groups, W the number of doubles in a vector. A vector holds W consecutive
-// lanes of one group, so a row of kLanes is kLanes / W vectors and the group's own vectors
-// accumulate its lanes; the fold then pairs the lanes of the chunk's groups so that one vector ends
-// up holding one sum per group (lanes across groups), which carries the whole chunk through μ, σ
-// and the factor. Every operation is the scalar one of CanonicalSum, StdFromM2, Factor, Merge or
-// WriteGroup, with the same operands, applied to several lanes at once; nothing is contracted or
-// reassociated. A group with unscorable entries is read from a copy of its scorable rewards, which
-// is what the single-group path sums. What the kernels do not finish (large groups, and any group
-// that could be identical, or is clamped, rescaled or not finite) takes the single-group path
-// above, with its sums and writes W lanes at a time (WideSums, WideWrite).
+// Groups go through in blocks of kBlockGroups. A block of one small size takes UniformBlock, and on
+// AVX-512 a block of small groups of different sizes, or with unscorable entries, takes
+// RaggedBlock. Otherwise the small groups (at most kSmallRows rows) are sorted by number of rows
+// into buckets, and each bucket is taken in chunks of W groups, W the number of doubles in a
+// vector. A vector holds W consecutive lanes of one group, so a row of kLanes is kLanes / W vectors
+// and the group's own vectors accumulate its lanes; the fold then pairs the lanes of the chunk's
+// groups so that one vector ends up holding one sum per group (lanes across groups), which carries
+// the whole chunk through μ, σ and the factor. Every operation is the scalar one of CanonicalSum,
+// StdFromM2, Factor, Merge or WriteGroup, with the same operands, applied to several lanes at once;
+// nothing is contracted or reassociated. A group with unscorable entries is read from a copy of its
+// scorable rewards, which is what the single-group path sums. What the kernels do not finish (large
+// groups, and any group that could be identical, or is clamped, rescaled or not finite) takes the
+// single-group path above, with its sums and writes W lanes at a time (WideSums, WideWrite).
 
 // A group of at most kSmallRows rows takes the kernels; longer groups keep the lanes busy on the
 // single-group path.
