@@ -1441,8 +1441,9 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
   s.rewards = batch.rewards.size();
   MomentStack moments;
   std::vector<double> scratch;
-  // The scorable rewards of a block's groups that have unscorable entries, and a row more for
-  // the last one's last row; sized by the first block that needs it.
+  // The scorable rewards of a block's groups that have unscorable entries, and kSmallRows rows
+  // more, which RaggedBlock reads (whole rows of the chunk's longest group) and CopyGroupsAvx512
+  // writes past the last copy; sized by the first block that needs it.
   std::vector<double> compact;
   Block b;
   Chunks<W> chunks;
