@@ -1,5 +1,9 @@
 #include "common/json_ondemand.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <cstdint>
 #include <cstring>
 
@@ -90,10 +94,26 @@ bool AtEnd(ondemand::document& doc) {
 }
 
 bool HasControlByte(std::string_view text) {
+  size_t i = 0;
+#if defined(__SSE2__)
+  // 64 bytes at a time: a byte is below 0x20 when its unsigned minimum with 0x1F is itself.
+  // Every rollout line passes here whole, so this runs at the speed of simdjson's own first pass
+  // rather than at a third of it.
+  const __m128i limit = _mm_set1_epi8(0x1F);
+  const auto below = [&limit](const char* p) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm_cmpeq_epi8(_mm_min_epu8(v, limit), v);
+  };
+  for (; i + 64 <= text.size(); i += 64) {
+    const char* p = text.data() + i;
+    const __m128i any = _mm_or_si128(_mm_or_si128(below(p), below(p + 16)),
+                                     _mm_or_si128(below(p + 32), below(p + 48)));
+    if (_mm_movemask_epi8(any) != 0) return true;
+  }
+#endif
   // Eight bytes at a time: a byte below 0x20 borrows from its own high bit when 0x20 is taken
   // from it; bytes of 0x80 and above are masked out by ~word.
   constexpr uint64_t kOnes = 0x0101010101010101ull;
-  size_t i = 0;
   for (; i + 8 <= text.size(); i += 8) {
     uint64_t word;
     std::memcpy(&word, text.data() + i, 8);
