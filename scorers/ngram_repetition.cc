@@ -143,7 +143,7 @@ void NgramStream::CountFrom(size_t end) {
   for (size_t i = 0; i < n; ++i) hash = hash * kBase + tokens_[i];
   // The rolling hash of every window as Push computed it.
   for (size_t start = 0; start < end; ++start) {
-    if (start > 0) hash = (hash - tokens_[start - 1] * top_) * kBase + tokens_[start - 1 + n];
+    if (start > 0) hash = Roll(hash, top_, tokens_[start - 1], tokens_[start - 1 + n]);
     Slot& slot = Add(start, hash);
     ++slot.count;
     slot.last = static_cast<uint32_t>(start);
@@ -152,7 +152,8 @@ void NgramStream::CountFrom(size_t end) {
 
 uint32_t NgramStream::RecurringPercent() const {
   // Integer percent, rounded down: the same on every machine.
-  return static_cast<uint32_t>(recurring_ * 100 / std::min(positions_, recent_.size()));
+  return static_cast<uint32_t>(window_.recurring * 100 /
+                               std::min(window_.positions, recent_.size()));
 }
 
 bool NgramStream::Fire(size_t token_offset, size_t first, uint32_t occurrences) {
@@ -187,18 +188,66 @@ bool NgramStream::PushMixedSlow(uint64_t mixed, bool number) {
     hash_ = hash_ * kBase + mixed;
     if (count < n) return false;
   } else {
-    hash_ = (hash_ - tokens_[count - 1 - n] * top_) * kBase + mixed;
+    hash_ = Roll(hash_, top_, tokens_[count - 1 - n], mixed);
   }
   const size_t start = count - n;
   if (!counting_) {
-    Recurring(RecursNearby(start, hash_));
-    // Whether RecurringPercent() >= min_recurring_percent, without its division: before this,
-    // no position could fire, so nothing needed counting.
-    const size_t span = std::min(positions_, recent_.size());
-    if (recurring_ * 100 < size_t{options_.min_recurring_percent} * span) return false;
+    window_.Add(recent_, Chains().Recurs(start, hash_));
+    if (!window_.Reached(recent_.size(), options_.min_recurring_percent)) return false;
     return StartCounting(start);
   }
   return CountWindow(start, /*recorded=*/false);
+}
+
+bool NgramStream::PushWords(std::span<const Word> words) {
+  const size_t n = options_.n;
+  const size_t max_run = options_.max_number_run != 0 ? size_t{options_.max_number_run}
+                                                      : std::numeric_limits<size_t>::max();
+  size_t i = 0;
+  while (i < words.size()) {
+    // PushMixed's inline path, for as many words as take it; the others one at a time.
+    if (counting_ || report_.fired || n == 0 || tokens_.size() < n ||
+        tokens_.size() + (words.size() - i) >= std::numeric_limits<uint32_t>::max()) {
+      if (PushMixed(words[i].hash, words[i].number)) return true;
+      ++i;
+      continue;
+    }
+    size_t count = tokens_.size();
+    // Room for every word, so that `tokens` and the chains' view of them stay valid.
+    tokens_.reserve(count + (words.size() - i));
+    const uint64_t* const tokens = tokens_.data();
+    const NearChains chains = Chains();
+    const std::span<uint8_t> recent(recent_);
+    const uint64_t top = top_;
+    const uint32_t min_percent = options_.min_recurring_percent;
+    uint64_t hash = hash_;
+    Window window = window_;
+    size_t number_run = number_run_;
+    bool reached = false;
+    for (; i < words.size(); ++i) {
+      const size_t run = words[i].number ? number_run + 1 : 0;
+      if (run > max_run) break;  // fires, one at a time
+      number_run = run;
+      tokens_.push_back(words[i].hash);
+      ++count;
+      hash = Roll(hash, top, tokens[count - 1 - n], words[i].hash);
+      window.Add(recent, chains.Recurs(count - n, hash));
+      if (window.Reached(recent.size(), min_percent)) {
+        reached = true;
+        ++i;
+        break;
+      }
+    }
+    hash_ = hash;
+    window_ = window;
+    number_run_ = number_run;
+    if (reached && StartCounting(count - n)) return true;
+    if (!reached && i < words.size()) {  // the number run
+      if (PushMixed(words[i].hash, words[i].number)) return true;
+      ++i;
+    }
+  }
+  return false;
 }
 
 bool NgramStream::StartCounting(size_t start) {
@@ -212,7 +261,7 @@ bool NgramStream::CountWindow(size_t start, bool recorded) {
   const bool recurs = slot.count > 0 && start - slot.last <= options_.recurrence_distance;
   ++slot.count;
   slot.last = static_cast<uint32_t>(start);
-  if (loop && !recorded) Recurring(recurs);
+  if (loop && !recorded) window_.Add(recent_, recurs);
   if (slot.count <= options_.max_occurrences) return false;
   // The share is divided out only for an n-gram past its threshold, not for every token.
   const uint32_t percent = loop ? RecurringPercent() : 0;
@@ -253,9 +302,7 @@ NgramReport FindRepeatedNgram(std::span<const uint64_t> tokens, const NgramOptio
 NgramReport FindRepeatedWords(std::span<const Word> words, const NgramOptions& options) {
   NgramStream stream = ThreadStream(options);
   stream.Reserve(words.size());
-  for (const Word& word : words) {
-    if (stream.PushWord(word)) break;
-  }
+  stream.PushWords(words);
   const NgramReport report = stream.report();
   KeepStorage(std::move(stream));
   return report;
@@ -367,12 +414,23 @@ TextNgramReport FindRepeatedWordsInText(std::string_view text, const NgramOption
   // rarely regrows the table) in the first pieces only: a loop fires within a few of them, and
   // the table doubles as a long clean text needs.
   stream.Reserve(std::min(text.size(), 4 * kPiece) / 4);
+  // A piece's words, split before they are pushed: the split and the rule each run in a loop of
+  // their own, which keeps each one's state in registers. A piece holds at most a word per two
+  // bytes, and one begun before it.
+  thread_local std::vector<Word> piece;
+  piece.reserve(kPiece / 2 + 1);
+  const auto keep = [](const Word& w) { piece.push_back(w); };
   WordSplitter splitter;
-  const auto push = [&stream](const Word& w) { stream.PushWord(w); };
   for (size_t at = 0; at < text.size() && !stream.fired(); at += kPiece) {
-    splitter.Feed(text.substr(at, kPiece), push);
+    piece.clear();
+    splitter.Feed(text.substr(at, kPiece), keep);
+    stream.PushWords(piece);
   }
-  if (!stream.fired()) splitter.Finish(push);
+  if (!stream.fired()) {
+    piece.clear();
+    splitter.Finish(keep);
+    stream.PushWords(piece);
+  }
   TextNgramReport out{.report = stream.report()};
   KeepStorage(std::move(stream));
   if (out.report.fired) {

@@ -174,6 +174,10 @@ class NgramStream {
   // word's hash taken as it is, since it is mixed already. A stream takes words or tokens, never
   // both.
   bool PushWord(const Word& word) { return PushMixed(word.hash, word.number); }
+  // PushWord of each word in turn, up to the first that makes the rule fire (true) or to the
+  // end. Same reports; for a scan that has its words at hand it is faster, since the stream's
+  // state stays in registers from one word to the next.
+  bool PushWords(std::span<const Word> words);
 
   bool fired() const { return report_.fired; }
   const NgramReport& report() const { return report_; }
@@ -216,26 +220,72 @@ class NgramStream {
   Slot& Add(size_t start, uint64_t hash);
   void Grow(size_t capacity);
   bool SameWindow(size_t a, size_t b) const;
-  // Before counting: whether the window at `start` (rolling hash `hash`) occurred within
-  // recurrence_distance positions before it. Adds it to the near chains.
-  bool RecursNearby(size_t start, uint64_t hash) {
-    // The rolling hash needs no mixing here: its low bits are those of a sum of mixed tokens.
-    // The bucket comes from the low bits, the tag from the high ones.
-    const auto mixed = static_cast<uint32_t>(hash >> 32);
-    const size_t ring = near_ring_.size() / 2 - 1;
-    const size_t distance = options_.recurrence_distance;
-    uint32_t& head = near_head_[hash & (near_head_.size() - 1)];
-    const uint32_t latest = head;
-    near_ring_[2 * (start & ring)] = mixed;
-    near_ring_[2 * (start & ring) + 1] = latest;
-    head = static_cast<uint32_t>(start);
-    // Starts within reach, latest first; kNoStart is out of reach. A start's ring words were
-    // written when it was added and not since: the ring is longer than the reach.
-    for (size_t at = latest; start - at <= distance; at = near_ring_[2 * (at & ring) + 1]) {
-      if (near_ring_[2 * (at & ring)] == mixed && SameWindow(at, start)) return true;
-    }
-    return false;
+  // The rolling hash of the window that drops `leaving` and takes `entering`.
+  static uint64_t Roll(uint64_t hash, uint64_t top, uint64_t leaving, uint64_t entering) {
+    return (hash - leaving * top) * ngram_internal::kBase + entering;
   }
+  // Before counting, the near chains (near_head_, near_ring_) and the tokens they point into, as a
+  // view that PushWords keeps in registers for a run of words. Valid until tokens_ next grows.
+  struct NearChains {
+    uint32_t* head;
+    size_t head_mask;
+    uint32_t* ring;
+    size_t ring_mask;  // a start's two words are at 2 * (start & ring_mask)
+    size_t distance;
+    const uint64_t* tokens;
+    size_t n;
+    // Whether the window at `start` (rolling hash `hash`) occurred within `distance` positions
+    // before it. Adds it to the chains.
+    bool Recurs(size_t start, uint64_t hash) const {
+      // The rolling hash needs no mixing here: its low bits are those of a sum of mixed tokens.
+      // The bucket comes from the low bits, the tag from the high ones.
+      const auto tag = static_cast<uint32_t>(hash >> 32);
+      uint32_t& bucket = head[hash & head_mask];
+      const uint32_t latest = bucket;
+      ring[2 * (start & ring_mask)] = tag;
+      ring[2 * (start & ring_mask) + 1] = latest;
+      bucket = static_cast<uint32_t>(start);
+      // Starts within reach, latest first; kNoStart is out of reach. A start's ring words were
+      // written when it was added and not since: the ring is longer than the reach.
+      for (size_t at = latest; start - at <= distance; at = ring[2 * (at & ring_mask) + 1]) {
+        if (ring[2 * (at & ring_mask)] == tag &&
+            std::equal(tokens + at, tokens + at + n, tokens + start)) {
+          return true;
+        }
+      }
+      return false;
+    }
+  };
+  NearChains Chains() {
+    return NearChains{near_head_.data(),
+                      near_head_.size() - 1,
+                      near_ring_.data(),
+                      near_ring_.size() / 2 - 1,
+                      options_.recurrence_distance,
+                      tokens_.data(),
+                      options_.n};
+  }
+  // The loop rule's window: whether each of the last `recent.size()` positions recurs (a ring of
+  // one byte each, `recent`), and how many do. A value, so that PushWords keeps it in registers.
+  struct Window {
+    size_t at = 0;  // where the next position goes in the ring
+    size_t positions = 0;
+    size_t recurring = 0;
+    // Records whether the position just added recurs.
+    void Add(std::span<uint8_t> recent, bool recurs) {
+      uint8_t& slot = recent[at];
+      if (++at == recent.size()) at = 0;  // not `positions % size`: a division per token
+      recurring -= slot;                  // the position leaving the window (0 while it fills)
+      slot = recurs ? 1 : 0;
+      recurring += slot;
+      ++positions;
+    }
+    // Whether the recurring share has reached `min_percent`, without a division: before it has,
+    // no position can fire, so nothing needs counting.
+    bool Reached(size_t size, uint32_t min_percent) const {
+      return recurring * 100 >= size_t{min_percent} * std::min(positions, size);
+    }
+  };
   // Starts counting: counts the windows that start before `end`, as if counted all along.
   void CountFrom(size_t end);
   // The rest of a push whose position `start` made the recurring share reach its minimum
@@ -244,16 +294,6 @@ class NgramStream {
   // Counts the window at `start` (rolling hash hash_) and applies the rule; `recorded`: the loop
   // rule's window has taken this position already.
   bool CountWindow(size_t start, bool recorded);
-  // The loop rule's window: records whether the position just added recurs.
-  void Recurring(bool recurs) {
-    const size_t window = recent_.size();
-    uint8_t& slot = recent_[ring_];
-    if (++ring_ == window) ring_ = 0;  // not `positions_ % window`: a division per token
-    recurring_ -= slot;                // the position leaving the window (0 while it fills)
-    slot = recurs ? 1 : 0;
-    recurring_ += slot;
-    ++positions_;
-  }
   // The share of the window's positions that recur, in percent.
   uint32_t RecurringPercent() const;
   bool Fire(size_t token_offset, size_t first, uint32_t occurrences);
@@ -268,9 +308,7 @@ class NgramStream {
   size_t reserved_ = 0;  // the last Reserve() hint, for the table once counting starts
   // Loop rule: whether each of the last `window` positions recurs (a ring), and how many do.
   std::vector<uint8_t> recent_;
-  size_t ring_ = 0;  // where the next position goes in recent_
-  size_t positions_ = 0;
-  size_t recurring_ = 0;
+  Window window_;
   size_t number_run_ = 0;
   // Before the loop rule counts, the windows of the last positions in hash chains, as LZ77
   // compressors keep them: near_head_[bucket] is the latest start whose window falls in the
@@ -294,13 +332,10 @@ inline bool NgramStream::PushMixed(uint64_t mixed, bool number) {
   }
   number_run_ = number_run;
   tokens_.push_back(mixed);
-  hash_ = (hash_ - tokens_[count - 1 - n] * top_) * ngram_internal::kBase + mixed;
+  hash_ = Roll(hash_, top_, tokens_[count - 1 - n], mixed);
   const size_t start = count - n;
-  Recurring(RecursNearby(start, hash_));
-  // Whether the recurring share has reached its minimum, without a division: before it has, no
-  // position can fire, so nothing needs counting.
-  const size_t span = std::min(positions_, recent_.size());
-  if (recurring_ * 100 < size_t{options_.min_recurring_percent} * span) return false;
+  window_.Add(recent_, Chains().Recurs(start, hash_));
+  if (!window_.Reached(recent_.size(), options_.min_recurring_percent)) return false;
   return StartCounting(start);
 }
 

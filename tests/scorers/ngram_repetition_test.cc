@@ -647,6 +647,63 @@ TEST(NgramStream, StopsExactlyWhereTheBatchRuleFires) {
   }
 }
 
+// PushWords takes runs of words on a path of its own: it must report exactly what PushWord does
+// one word at a time, with the rule's options drawn at random (short windows and reaches, shares
+// from 1 to 100 %, number runs of 1 to 6), the words cut into runs of every size, and counting
+// that starts, fires or is cut off by a number run inside a run.
+TEST(NgramStream, PushWordsReportsWhatPushWordDoes) {
+  std::mt19937_64 rng(20261206);
+  int fired[3] = {0, 0, 0};  // by an n-gram, by a number run, not at all
+  for (int trial = 0; trial < 3000; ++trial) {
+    NgramOptions options;
+    options.n = static_cast<uint32_t>(rng() % 7);
+    options.max_occurrences = static_cast<uint32_t>(rng() % 5);
+    options.rule = rng() % 4 == 0 ? NgramRule::kLiteral : NgramRule::kLoop;
+    options.window = 1 + static_cast<uint32_t>(rng() % 40);
+    options.min_recurring_percent = 1 + static_cast<uint32_t>(rng() % 100);
+    options.recurrence_distance = 1 + static_cast<uint32_t>(rng() % 60);
+    options.max_number_run = static_cast<uint32_t>(rng() % 7);
+    const uint64_t alphabet = 2 + rng() % 12;
+    std::vector<Word> words(rng() % 300);
+    for (size_t i = 0; i < words.size(); ++i) {
+      const uint64_t token = rng() % alphabet;
+      // Tokens 0 and 1 are numbers, so that some runs of them are long.
+      words[i] = Word{ngram_internal::Mix(token + 1), i, token < 2};
+    }
+    SCOPED_TRACE(testing::Message()
+                 << "trial " << trial << ": n=" << options.n << " max=" << options.max_occurrences
+                 << " window=" << options.window << " percent=" << options.min_recurring_percent
+                 << " distance=" << options.recurrence_distance << " run=" << options.max_number_run
+                 << " words=" << words.size());
+    NgramStream one(options);
+    for (const Word& word : words) {
+      if (one.PushWord(word)) break;
+    }
+    NgramStream runs(options);
+    bool runs_fired = false;
+    for (size_t at = 0; at < words.size() && !runs_fired;) {
+      const size_t take = std::min<size_t>(words.size() - at, 1 + rng() % 64);
+      runs_fired = runs.PushWords(std::span<const Word>(words.data() + at, take));
+      at += take;
+    }
+    ASSERT_EQ(runs_fired, one.fired());
+    ASSERT_EQ(runs.fired(), one.fired());
+    // A run that fires stops at the word that fired: both streams hold the same words.
+    ASSERT_EQ(runs.tokens(), one.tokens());
+    EXPECT_EQ(runs.counting(), one.counting());
+    EXPECT_EQ(runs.distinct(), one.distinct());
+    ++fired[!one.fired() ? 2 : one.report().number_run ? 1 : 0];
+    if (!one.fired()) continue;
+    EXPECT_EQ(runs.report().number_run, one.report().number_run);
+    EXPECT_EQ(runs.report().token_offset, one.report().token_offset);
+    EXPECT_EQ(runs.report().first_token_offset, one.report().first_token_offset);
+    EXPECT_EQ(runs.report().occurrences, one.report().occurrences);
+    EXPECT_EQ(runs.report().recurring_percent, one.report().recurring_percent);
+  }
+  // Every outcome is well represented.
+  for (const int f : fired) EXPECT_GT(f, 300);
+}
+
 TEST(NgramStream, IgnoresTokensAfterFiringAndBoundsItsMemory) {
   NgramStream stream(NgramOptions{});
   for (int i = 0; i < 11; ++i) stream.Push(7);  // eleven identical tokens hold four 8-grams
