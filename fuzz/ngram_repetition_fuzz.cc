@@ -56,6 +56,14 @@ scorers::NgramReport Naive(const std::vector<uint64_t>& tokens,
   return report;
 }
 
+// Whether two reports say the same: fired or not, and where, how often and with what share.
+bool SameReport(const scorers::NgramReport& a, const scorers::NgramReport& b) {
+  if (a.fired != b.fired) return false;
+  return !a.fired ||
+         (a.token_offset == b.token_offset && a.first_token_offset == b.first_token_offset &&
+          a.occurrences == b.occurrences && a.recurring_percent == b.recurring_percent);
+}
+
 }  // namespace
 }  // namespace rlscore::fuzz
 
@@ -78,15 +86,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const uint64_t id = static_cast<uint8_t>(rest[i]) % alphabet;
     tokens.push_back(id * 0x9e3779b97f4a7c15ULL + static_cast<uint8_t>(rest[i + 1]) % 2);
   }
-  const scorers::NgramReport fast = scorers::FindRepeatedNgram(tokens, options);
-  const scorers::NgramReport naive = fuzz::Naive(tokens, options);
-  RLSCORE_FUZZ_CHECK(fast.fired == naive.fired);
-  if (fast.fired) {
-    RLSCORE_FUZZ_CHECK(fast.token_offset == naive.token_offset);
-    RLSCORE_FUZZ_CHECK(fast.first_token_offset == naive.first_token_offset);
-    RLSCORE_FUZZ_CHECK(fast.occurrences == naive.occurrences);
-    RLSCORE_FUZZ_CHECK(fast.recurring_percent == naive.recurring_percent);
-  }
+  RLSCORE_FUZZ_CHECK(
+      fuzz::SameReport(scorers::FindRepeatedNgram(tokens, options), fuzz::Naive(tokens, options)));
   const double penalty =
       scorers::SmoothRepetitionPenalty(tokens, options.n == 0 ? 1 : options.n, -1.0);
   RLSCORE_FUZZ_CHECK(penalty >= -1.0 && penalty <= 0.0);
@@ -113,6 +114,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     RLSCORE_FUZZ_CHECK(pieces[i].hash == words[i].hash && pieces[i].offset == words[i].offset &&
                        pieces[i].number == words[i].number);
   }
+  // The rule over words, which takes them a run at a time (NgramStream::PushWords), against the
+  // naive count of their hashes; number runs off, which the naive count does not know.
+  scorers::NgramOptions no_runs = options;
+  no_runs.max_number_run = 0;
+  RLSCORE_FUZZ_CHECK(fuzz::SameReport(scorers::FindRepeatedWords(words, no_runs),
+                                      fuzz::Naive(scorers::WordHashes(words), no_runs)));
   // The number-run rule: more than max_number_run number words in a row (with the n-gram rule
   // unable to fire first, it fires where the naive count first crosses the limit).
   scorers::NgramOptions runs;
