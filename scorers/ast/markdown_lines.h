@@ -96,8 +96,10 @@ LineScan ScanLines(std::string_view text);
 
 // The fingerprint of one line's content after its markers (`code`: a line inside a fence), as
 // ScanStructure mixes it into its block's; and the same computed a byte at a time, which the
-// first must always equal (it takes 64 bytes at a time). For tests.
-uint64_t LineFingerprint(std::string_view content, bool code);
+// first must always equal (it takes 64 bytes at a time). `readable` (at least content.size())
+// bytes from content.data() may be read, as ScanStructure reads a line inside its text: the
+// bytes past the content are read but never counted. For tests.
+uint64_t LineFingerprint(std::string_view content, size_t readable, bool code);
 uint64_t LineFingerprintBytewise(std::string_view content, bool code);
 
 }  // namespace rlscore::scorers::ast

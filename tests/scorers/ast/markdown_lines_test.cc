@@ -212,7 +212,8 @@ TEST(MarkdownLines, BacktickInfoStringWithBacktickIsNotAFence) {
 
 // The fingerprint taken 64 bytes at a time equals its byte-at-a-time definition: over lines of
 // every byte class (runs, `*` inside and across runs, separators, punctuation, non-ASCII, `\n`)
-// of every length around the 64-byte blocks, and runs and `*` stretches that cross a block.
+// of every length around the 64-byte blocks, and runs and `*` stretches that cross a block; read
+// alone, and read inside a longer text whose next bytes (runs, `*`, punctuation) must not count.
 TEST(LineFingerprint, EqualsTheByteAtATimeDefinition) {
   std::mt19937_64 rng(3);
   static const char kBytes[] = "aZq_*** ,.,09\t\v\f\r\n$\\{}()=+-'\"#>|~`";
@@ -225,14 +226,23 @@ TEST(LineFingerprint, EqualsTheByteAtATimeDefinition) {
                                      : kBytes[rng() % (sizeof(kBytes) - 1)];
       line.append(runs_of_one_class ? 1 + rng() % 90 : 1, c);
     }
+    // The line followed by up to 70 more bytes of the kinds that would change it if counted.
+    std::string text = line;
+    const size_t more = rng() % 71;
+    for (size_t i = 0; i < more; ++i) text += "a*=_9"[rng() % 5];
     for (const bool code : {false, true}) {
-      ASSERT_EQ(LineFingerprint(line, code), LineFingerprintBytewise(line, code)) << line;
+      const uint64_t want = LineFingerprintBytewise(line, code);
+      ASSERT_EQ(LineFingerprint(line, line.size(), code), want) << line;
+      ASSERT_EQ(LineFingerprint(std::string_view(text).substr(0, line.size()), text.size(), code),
+                want)
+          << text;
     }
   }
   // A run that starts in one block and, through `*`, continues into the next.
   const std::string across = std::string(60, ' ') + "ab****" + std::string(70, '*') + "cd e";
-  EXPECT_EQ(LineFingerprint(across, false), LineFingerprintBytewise(across, false));
-  EXPECT_NE(LineFingerprint(across, false), LineFingerprint(across + " f", false));
+  EXPECT_EQ(LineFingerprint(across, across.size(), false), LineFingerprintBytewise(across, false));
+  EXPECT_NE(LineFingerprint(across, across.size(), false),
+            LineFingerprint(across + " f", across.size() + 2, false));
 }
 
 }  // namespace
