@@ -33,7 +33,7 @@ namespace {
 using ngram_internal::kBase;
 using ngram_internal::Mix;
 
-// The loop rule keeps near chains (NgramStream::RecursNearby) while recurrence_distance is below
+// The loop rule keeps near chains (NgramStream::NearChains) while recurrence_distance is below
 // this: up to 2.5 MiB of them. A longer reach counts from the first token instead.
 constexpr uint32_t kMaxNearDistance = uint32_t{1} << 15;
 // Buckets of the near chains per start within reach, so that a chain rarely holds another
@@ -415,8 +415,8 @@ TextNgramReport FindRepeatedWordsInText(std::string_view text, const NgramOption
   // the table doubles as a long clean text needs.
   stream.Reserve(std::min(text.size(), 4 * kPiece) / 4);
   // A piece's words, split before they are pushed: the split and the rule each run in a loop of
-  // their own, which keeps each one's state in registers. A piece holds at most a word per two
-  // bytes, and one begun before it.
+  // their own, which keeps each one's state in registers. Room for a word every two bytes, about
+  // the most a piece holds; the buffer is kept from call to call.
   thread_local std::vector<Word> piece;
   piece.reserve(kPiece / 2 + 1);
   const auto keep = [](const Word& w) { piece.push_back(w); };
