@@ -649,8 +649,8 @@ TEST(NgramStream, StopsExactlyWhereTheBatchRuleFires) {
 
 // PushWords takes runs of words on a path of its own: it must report exactly what PushWord does
 // one word at a time, with the rule's options drawn at random (short windows and reaches, shares
-// from 1 to 100 %, number runs of 1 to 6), the words cut into runs of every size, and counting
-// that starts, fires or is cut off by a number run inside a run.
+// from 1 to 100 %, number runs off or of 1 to 6), the words cut into runs of every size, and
+// counting that starts, fires or is cut off by a number run inside a run.
 TEST(NgramStream, PushWordsReportsWhatPushWordDoes) {
   std::mt19937_64 rng(20261206);
   int fired[3] = {0, 0, 0};  // by an n-gram, by a number run, not at all
