@@ -297,6 +297,7 @@ TEST(RolloutReader, ReadsCommonLinesItselfWithTheReferenceAnswer) {
       R"(  {"completion" : "x" , "id" : "spaces"}  )",
       R"({"prompt_id": "\u4e2d\u6587", "completion": "\ud834\udd1e 𝄞"})",
       R"({"completion": "x", "num_tokens": 0, "external_accuracy": -1e308})",
+      R"({"completion": "x", "token_ids": [ 1 ,20 , 300,4000000000 ], "num_tokens": 9})",
   };
   RolloutReader reader(FieldNames{});
   for (const char* line : lines) {
@@ -343,6 +344,13 @@ TEST(RolloutReader, LeavesTheRestToTheReferenceWithItsAnswer) {
       R"({"completion": "x", "num_tokens": 4294967296})",
       R"({"completion": "x", "token_ids": [1, "a"]})",
       R"({"completion": "x", "token_ids": 3})",
+      R"({"completion": "x", "token_ids": [1.0]})",
+      R"({"completion": "x", "token_ids": [2, 1e2]})",
+      R"({"completion": "x", "token_ids": [3, -1]})",
+      R"({"completion": "x", "token_ids": [4294967296]})",
+      R"({"completion": "x", "token_ids": [18446744073709551616]})",
+      R"({"completion": "x", "token_ids": [01]})",
+      R"({"completion": "x", "token_ids": [[1]]})",
       R"({"completion": "x", "finished": "yes"})",
       R"({"completion": "x", "task": "poetry"})",
       R"({"completion": "x", "task": 1})",
@@ -359,6 +367,9 @@ TEST(RolloutReader, LeavesTheRestToTheReferenceWithItsAnswer) {
       R"({"completion": "x", "id": 1.50})",
       R"({"completion": "x", "id": 1e2})",
       R"({"completion": "x", "id": -0})",
+      // counts and ids that nlohmann takes and simdjson does not read as unsigned integers
+      R"({"completion": "x", "num_tokens": -0, "token_ids": [-0, 5]})",
+      R"({"completion": "x", "num_tokens": 7.0})",
       R"({"completion": "x", "id": 123456789012345678901234567890})",
       R"({"completion": "x", "id": [1, {"b": 2, "a": 1}]})",
       R"({"completion": "x", "id": {}})",
