@@ -289,10 +289,22 @@ void KeepStorage(NgramStream&& stream) {
 }  // namespace
 
 NgramReport FindRepeatedNgram(std::span<const uint64_t> tokens, const NgramOptions& options) {
+  // Runs of this many tokens between checks for a firing, each mixed as Push mixes it and taken
+  // by PushWords, which keeps the stream's state in registers over a run.
+  constexpr size_t kRun = 1024;
   NgramStream stream = ThreadStream(options);
-  stream.Reserve(tokens.size());
-  for (const uint64_t token : tokens) {
-    if (stream.Push(token)) break;
+  // Room in the table for the first runs only: a loop fires within a few of them, and the table
+  // doubles as a long clean sequence needs (a looping completion of 20,000 ids zeroed a table
+  // of a megabyte for the few thousand read before it fired).
+  stream.Reserve(std::min(tokens.size(), 4 * kRun));
+  thread_local std::vector<Word> run;
+  run.reserve(kRun);
+  for (size_t at = 0; at < tokens.size() && !stream.fired(); at += kRun) {
+    run.clear();
+    for (const uint64_t token : tokens.subspan(at, std::min(kRun, tokens.size() - at))) {
+      run.push_back(Word{Mix(token), 0, false});
+    }
+    stream.PushWords(run);
   }
   const NgramReport report = stream.report();
   KeepStorage(std::move(stream));

@@ -258,6 +258,45 @@ TEST(Repetition, ZeroNDoesNotFire) {
   EXPECT_EQ(SmoothRepetitionPenalty(t, 0, -1.0), 0.0);
 }
 
+// FindRepeatedNgram reads long sequences in runs of words: the same reports as the stream fed
+// one token at a time, where the firing falls in any run and counting starts in any of them.
+TEST(Repetition, LongSequencesMatchTheStreamAcrossRuns) {
+  std::mt19937_64 rng(20261207);
+  int fired = 0;
+  int late = 0;  // fired past the first runs, where the table has grown from its first size
+  constexpr int kTrials = 300;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    NgramOptions options;
+    options.n = 1 + static_cast<uint32_t>(rng() % 8);
+    options.max_occurrences = static_cast<uint32_t>(rng() % 5);
+    options.rule = rng() % 4 == 0 ? NgramRule::kLiteral : NgramRule::kLoop;
+    // A clean stretch of many distinct tokens, then a loop of a short phrase from a random
+    // place (or none), then clean again: the firing lands anywhere in the first 7,000.
+    std::vector<uint64_t> t(rng() % 7000);
+    const size_t loop_at = rng() % (t.size() + 1);
+    const size_t loop_length = rng() % 3 == 0 ? 0 : rng() % 2000;
+    const size_t period = 1 + rng() % 12;
+    for (size_t i = 0; i < t.size(); ++i) {
+      t[i] =
+          i >= loop_at && i < loop_at + loop_length ? (i - loop_at) % period : 100 + rng() % 50000;
+    }
+    SCOPED_TRACE(testing::Message()
+                 << "trial " << trial << ": " << t.size() << " tokens, loop at " << loop_at
+                 << " for " << loop_length << ", period " << period << ", n=" << options.n);
+    NgramStream stream(options);
+    for (const uint64_t token : t) {
+      if (stream.Push(token)) break;
+    }
+    const NgramReport got = FindRepeatedNgram(t, options);
+    ExpectSameReport(got, stream.report());
+    fired += got.fired ? 1 : 0;
+    late += got.fired && got.token_offset > 4096 ? 1 : 0;
+  }
+  EXPECT_GT(fired, kTrials / 4);
+  EXPECT_LT(fired, kTrials - kTrials / 10);
+  EXPECT_GT(late, 5);
+}
+
 TEST(Repetition, MatchesBruteForceOnRandomSequences) {
   std::mt19937_64 rng(20250101);
   int fired[2] = {0, 0};
