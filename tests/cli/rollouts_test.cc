@@ -298,6 +298,18 @@ TEST(RolloutReader, ReadsCommonLinesItselfWithTheReferenceAnswer) {
       R"({"prompt_id": "\u4e2d\u6587", "completion": "\ud834\udd1e 𝄞"})",
       R"({"completion": "x", "num_tokens": 0, "external_accuracy": -1e308})",
       R"({"completion": "x", "token_ids": [ 1 ,20 , 300,4000000000 ], "num_tokens": 9})",
+      // chat messages: the last assistant message's text
+      R"({"completion": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]})",
+      R"({"completion": [{"role": "assistant", "content": [{"type": "text", "text": "a"}]}]})",
+      (R"({"completion": [{"role": "assistant", "content": [{"type": "text", "text": "a\n"},)"
+       R"( {"type": "image_url", "image_url": {"url": "u"}}, {"text": "b", "type": "text"},)"
+       R"( {"type": 5, "text": null}, {"type": "text", "text": ""}]}]})"),
+      (R"({"completion": [{"content": "first", "role": "assistant"}, {"role": "user",)"
+       R"( "content": 5}, {"role": "assistant", "content": "se\u0063ond", "name": "bot"},)"
+       R"( {"role": "tool", "content": [1, {"a": [null]}]}], "prompt_id": "p"})"),
+      (R"({"completion": ["not a message", 7, {"role": 1, "content": "x"}, {"role": "assistant",)"
+       R"( "content": "y"}, {"role": "assistant", "content": []}, {"role": "assistant",)"
+       R"( "content": [{"type": "text", "text": "z"}]}]})"),
   };
   RolloutReader reader(FieldNames{});
   for (const char* line : lines) {
@@ -309,6 +321,9 @@ TEST(RolloutReader, ReadsCommonLinesItselfWithTheReferenceAnswer) {
 
 // Lines it leaves to the reference: errors of every kind, and the forms whose answer is the
 // reference's to give (a key twice, ids that nlohmann reformats, chat messages, control bytes).
+// `levels` arrays, each inside the one before.
+std::string Nest(size_t levels) { return std::string(levels, '[') + std::string(levels, ']'); }
+
 TEST(RolloutReader, LeavesTheRestToTheReferenceWithItsAnswer) {
   const std::string deep = std::string(32, '[') + std::string(32, ']');
   const std::string just_under = std::string(31, '[') + std::string(31, ']');
@@ -373,9 +388,33 @@ TEST(RolloutReader, LeavesTheRestToTheReferenceWithItsAnswer) {
       R"({"completion": "x", "id": 123456789012345678901234567890})",
       R"({"completion": "x", "id": [1, {"b": 2, "a": 1}]})",
       R"({"completion": "x", "id": {}})",
-      // chat messages
-      R"({"completion": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]})",
-      R"({"completion": [{"role": "assistant", "content": [{"type": "text", "text": "a"}]}]})",
+      // chat messages without an assistant text to score, or with a key twice
+      R"({"completion": []})",
+      R"({"completion": [{"role": "user", "content": "q"}]})",
+      R"({"completion": [{"role": "assistant", "content": 5}]})",
+      R"({"completion": [{"role": "assistant"}]})",
+      R"({"completion": [{"role": "assistant", "content": null}]})",
+      R"({"completion": [{"role": "assistant", "content": [{"type": "image"}]}]})",
+      R"({"completion": [{"role": "assistant", "content": [{"type": "text", "text": 5}]}]})",
+      R"({"completion": [{"role": "assistant", "content": [{"type": "text"}]}]})",
+      R"({"completion": [{"role": "assistant", "content": ["a"]}]})",
+      R"({"completion": [{"role": "assistant", "content": "a"}, {"role": "assistant"}]})",
+      R"({"completion": [{"role": "assistant", "content": "a", "content": "b"}]})",
+      R"({"completion": [{"role": "user", "role": "assistant", "content": "a"}]})",
+      R"({"completion": [{"role": "assistant", "content": [{"type": "text", "text": "a", "text": "b"}]}]})",
+      R"({"completion": [{"role": "assistant", "content": "a"}, 1e400]})",
+      R"({"completion": [{"role": "assistant", "content": "a", "x": 1e400}]})",
+      R"({"completion": [{"role": "assistant", "content": [{"type": "text", "text": "a", "x": 1e400}]}]})",
+      R"({"completion": [{"role": "assistant", "content": "a"}] "id": 1})",
+      // nesting at the limit inside a message (its members are at depth 3) and inside a part (5)
+      "{\"completion\": [{\"role\": \"assistant\", \"content\": \"a\", \"x\": " + Nest(29) + "}]}",
+      "{\"completion\": [{\"role\": \"assistant\", \"content\": \"a\", \"x\": " + Nest(30) + "}]}",
+      ("{\"completion\": [{\"role\": \"assistant\", \"content\": [{\"type\": \"text\", "
+       "\"text\": \"a\", \"x\": " +
+       Nest(27) + "}]}]}"),
+      ("{\"completion\": [{\"role\": \"assistant\", \"content\": [{\"type\": \"text\", "
+       "\"text\": \"a\", \"x\": " +
+       Nest(28) + "}]}]}"),
       // control bytes: a raw tab inside a string is an error, outside one it is whitespace
       "{\"completion\": \"a\tb\"}",
       "{\"completion\":\t\"ab\"}",
