@@ -9,17 +9,26 @@
   threads    Repeats the converted CORPUS --copies times into one file, then times
              `--scoring-threads 1` and `--scoring-threads 2` in alternating pairs, checks that
              both write the same bytes, and prints the median speed-up and MB/s.
+  forms      Writes the converted CORPUS in the three forms trainers send: the completion as
+             text; the same with word-level token ids (words and punctuation marks numbered in
+             order of first appearance, about 6,000 a line); and the completion as a chat
+             message list. Times the whole process on each in alternating rounds, checks that
+             the chat form scores exactly as the text form, and prints each form's median wall
+             time and CPU (user + system).
 
   /usr/bin/python3 bench/cli_speed.py --binary build/cli/rlscore vs-python \\
       --corpus corpus.jsonl --reference py_reference.py [--pairs 5]
   /usr/bin/python3 bench/cli_speed.py --binary build/cli/rlscore threads \\
       --corpus corpus.jsonl [--copies 20] [--pairs 5]
+  /usr/bin/python3 bench/cli_speed.py --binary build/cli/rlscore forms \\
+      --corpus corpus.jsonl [--rounds 15]
 """
 
 import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -37,6 +46,60 @@ def convert(corpus, out):
                                   "reference": str(r["gold"]).strip("$"),
                                   "num_tokens": r["tokens_est"],
                                   "finished": r["kind"] == "normal"}) + "\n")
+
+
+def write_forms(rollouts, tmp):
+    """The rollout lines as text, with token ids, and as chat messages: {form: path}."""
+    paths = {form: os.path.join(tmp, f"{form}.jsonl") for form in ("text", "token_ids", "chat")}
+    vocabulary = {}
+    with open(rollouts) as src, open(paths["text"], "w") as text, \
+            open(paths["token_ids"], "w") as ids, open(paths["chat"], "w") as chat:
+        for line in src:
+            text.write(line)
+            r = json.loads(line)
+            words = re.findall(r"\w+|[^\w\s]", r["completion"])
+            r_ids = dict(r, token_ids=[vocabulary.setdefault(w, len(vocabulary) + 100)
+                                       for w in words])
+            ids.write(json.dumps(r_ids) + "\n")
+            chat.write(json.dumps(dict(r, completion=[{"role": "assistant",
+                                                       "content": r["completion"]}])) + "\n")
+    return paths
+
+
+def timed_cpu(argv, stdout):
+    """Wall seconds and CPU seconds (user + system) of one run of `argv`."""
+    start = time.perf_counter()
+    child = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = time.perf_counter() - start
+    if status != 0:
+        sys.exit(f"{' '.join(argv)} failed with status {status}")
+    return elapsed, usage.ru_utime + usage.ru_stime
+
+
+def forms(args, rollouts, tmp):
+    paths = write_forms(rollouts, tmp)
+    wall = {form: [] for form in paths}
+    cpu = {form: [] for form in paths}
+    outputs = {}
+    for round_ in range(args.rounds):
+        order = list(paths) if round_ % 2 == 0 else list(reversed(paths))
+        for form in order:
+            out = os.path.join(tmp, f"out-{form}.jsonl")
+            with open(out, "wb") as f:
+                w, c = timed_cpu([args.binary, "score", paths[form], "--output", "-",
+                                  "--progress=never"], f)
+            wall[form].append(w)
+            cpu[form].append(c)
+            with open(out, "rb") as f:
+                outputs[form] = f.read()
+    if outputs["chat"] != outputs["text"]:
+        sys.exit("the chat form scores differently from the text form")
+    for form in paths:
+        megabytes = os.path.getsize(paths[form]) / 1e6
+        print(f"{form}: {megabytes:.1f} MB, wall {statistics.median(wall[form]) * 1e3:.1f} ms, "
+              f"CPU {statistics.median(cpu[form]) * 1e3:.1f} ms (medians of {args.rounds})")
+    print("chat and text forms: outputs identical")
 
 
 def timed(argv, stdout=subprocess.DEVNULL):
@@ -119,14 +182,19 @@ def main():
     p.add_argument("--corpus", required=True)
     p.add_argument("--copies", type=int, default=20)
     p.add_argument("--pairs", type=int, default=5)
+    p = sub.add_parser("forms")
+    p.add_argument("--corpus", required=True)
+    p.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rlscore-speed-") as tmp:
         rollouts = os.path.join(tmp, "rollouts.jsonl")
         convert(args.corpus, rollouts)
         if args.mode == "vs-python":
             vs_python(args, rollouts)
-        else:
+        elif args.mode == "threads":
             threads(args, rollouts, tmp)
+        else:
+            forms(args, rollouts, tmp)
 
 
 if __name__ == "__main__":
