@@ -294,8 +294,8 @@ NgramReport FindRepeatedNgram(std::span<const uint64_t> tokens, const NgramOptio
   constexpr size_t kRun = 1024;
   NgramStream stream = ThreadStream(options);
   // Room in the table for the first runs only: a loop fires within a few of them, and the table
-  // doubles as a long clean sequence needs (a looping completion of 20,000 ids zeroed a table
-  // of a megabyte for the few thousand read before it fired).
+  // doubles as a long clean sequence needs. Sized for every token, a looping completion of
+  // 20,000 ids would zero a megabyte of table for the few thousand read before it fires.
   stream.Reserve(std::min(tokens.size(), 4 * kRun));
   thread_local std::vector<Word> run;
   run.reserve(kRun);
