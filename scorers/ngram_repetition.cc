@@ -373,19 +373,46 @@ void WordSplitter::BlockOf(const char* bytes, Block* block) {
   }
   block->word = word;
   block->digit = digit;
+  block->leads = leads;
   block->plain = leads == 0;
 #else
   block->word = 0;
   block->digit = 0;
-  block->plain = true;
+  block->leads = 0;
   for (unsigned k = 0; k < 64; ++k) {
     const auto c = static_cast<unsigned char>(bytes[k]);
-    block->plain &= !(c >= 0xE0 && c <= 0xEF);
+    if (c >= 0xE0 && c <= 0xEF) block->leads |= uint64_t{1} << k;
     block->folded[k] = Fold(c);
     if (block->folded[k] != 0) block->word |= uint64_t{1} << k;
     if (c >= '0' && c <= '9') block->digit |= uint64_t{1} << k;
   }
+  block->plain = block->leads == 0;
 #endif
+}
+
+bool WordSplitter::TakeThreeByteCharacters(Block* block) {
+  // FeedBytes reads each lead byte with the two bytes after it when both continue it, else keeps
+  // the lead (and a continuation byte) as word bytes and reads the next byte as usual. Leads and
+  // continuation bytes are disjoint, so each lead is settled on its own. Bytes from 0x80 fold to
+  // themselves: `folded` holds them as they came.
+  for (uint64_t leads = block->leads; leads != 0; leads &= leads - 1) {
+    const auto k = static_cast<unsigned>(std::countr_zero(leads));
+    if (k > 61) return false;
+    const unsigned char* c = block->folded + k;
+    if ((c[1] & 0xC0) != 0x80 || (c[2] & 0xC0) != 0x80) continue;  // broken: word bytes
+    const uint32_t code_point = (static_cast<uint32_t>(c[0] & 0x0F) << 12) |
+                                (static_cast<uint32_t>(c[1] & 0x3F) << 6) | (c[2] & 0x3F);
+    switch (Classify(code_point)) {
+      case CharClass::kWordBytes:
+        break;
+      case CharClass::kSeparator:
+        block->word &= ~(uint64_t{7} << k);
+        break;
+      case CharClass::kOwnWord:
+        return false;
+    }
+  }
+  return true;
 }
 
 WordSplitter::CharClass WordSplitter::Classify(uint32_t c) {

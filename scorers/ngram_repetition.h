@@ -388,15 +388,22 @@ class WordSplitter {
 
   // 64 bytes classified at once (BlockOf): a bit per byte for the word bytes, and the bytes
   // ASCII-folded, with 8 bytes of slack so that a chunk can be read whole anywhere in them.
-  // `plain`: no byte of the block leads a three-byte character, the one case the block path
-  // leaves to the byte path.
+  // `plain`: no byte of the block leads a three-byte character; where one does, `leads` has a
+  // bit for each, and TakeThreeByteCharacters settles them.
   struct Block {
     uint64_t word = 0;
     uint64_t digit = 0;  // a bit per byte for the ASCII digits
+    uint64_t leads = 0;  // a bit per byte from 0xE0 to 0xEF
     bool plain = false;
     alignas(8) unsigned char folded[72];
   };
   static void BlockOf(const char* bytes, Block* block);
+  // Gives a block's three-byte characters the word bits that FeedBytes would give them: a
+  // separator's bytes (dashes, curly quotes, CJK punctuation) leave the word bits; a character
+  // that is word bytes (arrows, math symbols) or a broken sequence keeps them. False where the
+  // block must take the byte path: a character that is a word of its own (kana, CJK), or one
+  // whose last bytes are in the next block.
+  static bool TakeThreeByteCharacters(Block* block);
 
  private:
   template <typename OnWord>
@@ -420,7 +427,7 @@ class WordSplitter {
       const size_t end = by_blocks ? std::min(n, i + 64) : n;
       if (end - i == 64 && held_ == 0) {
         BlockOf(piece.data() + i, &block);
-        if (block.plain) {
+        if (block.plain || TakeThreeByteCharacters(&block)) {
           FeedBlock(block, on_word);
           i = end;
           continue;

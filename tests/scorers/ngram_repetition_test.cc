@@ -845,16 +845,39 @@ TEST(FindRepeatedWordsInText, MatchesSplittingFirst) {
   EXPECT_GT(fired, 150);  // the loops and runs above do fire, under both rules
 }
 
-// Feed takes 64 bytes at a time where no byte leads a three-byte character, and gives exactly the
-// words of its byte-at-a-time definition: long texts of every byte class (runs longer than a
-// block and than a hash chunk, CJK and broken sequences that send a block to the byte path),
-// cut into pieces of every size around the blocks.
+// Feed takes 64 bytes at a time where it can, and gives exactly the words of its byte-at-a-time
+// definition: long texts of every byte class (runs longer than a block and than a hash chunk;
+// three-byte characters that separate words, that are word bytes, or that are words of their
+// own, and broken sequences), cut into pieces of every size around the blocks.
 TEST(WordSplitter, BlocksGiveTheBytewiseWords) {
   std::mt19937_64 rng(7);
-  static const char* const kParts[] = {
-      "a",    "Z",  "q",  "0", "7",    " ",           ".",
-      ",",    "\n", "_",  "<", "é",    "ß",           "\x80",
-      "\xff", "我", "。", "—", "\xe4", "Mississippi", "12345678901234567890"};
+  static const char* const kParts[] = {"a",
+                                       "Z",
+                                       "q",
+                                       "0",
+                                       "7",
+                                       " ",
+                                       ".",
+                                       ",",
+                                       "\n",
+                                       "_",
+                                       "<",
+                                       "é",
+                                       "ß",
+                                       "→",
+                                       "≤",
+                                       "’",
+                                       "…",
+                                       "\x80",
+                                       "\xe2\x80x",
+                                       "\xe2\x80\xe2\x80\x94",
+                                       "\xff",
+                                       "我",
+                                       "。",
+                                       "—",
+                                       "\xe4",
+                                       "Mississippi",
+                                       "12345678901234567890"};
   for (int k = 0; k < 1500; ++k) {
     std::string text;
     const size_t parts = rng() % 400;
