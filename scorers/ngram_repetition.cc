@@ -374,11 +374,15 @@ void WordSplitter::BlockOf(const char* bytes, Block* block) {
   block->word = word;
   block->digit = digit;
   block->leads = leads;
+  block->breaks = 0;
+  block->break_at_end = false;
   block->plain = leads == 0;
 #else
   block->word = 0;
   block->digit = 0;
   block->leads = 0;
+  block->breaks = 0;
+  block->break_at_end = false;
   for (unsigned k = 0; k < 64; ++k) {
     const auto c = static_cast<unsigned char>(bytes[k]);
     if (c >= 0xE0 && c <= 0xEF) block->leads |= uint64_t{1} << k;
@@ -390,29 +394,45 @@ void WordSplitter::BlockOf(const char* bytes, Block* block) {
 #endif
 }
 
-bool WordSplitter::TakeThreeByteCharacters(Block* block) {
+unsigned WordSplitter::TakeThreeByteCharacters(Block* block, const char* bytes, size_t available) {
   // FeedBytes reads each lead byte with the two bytes after it when both continue it, else keeps
   // the lead (and a continuation byte) as word bytes and reads the next byte as usual. Leads and
-  // continuation bytes are disjoint, so each lead is settled on its own. Bytes from 0x80 fold to
-  // themselves: `folded` holds them as they came.
+  // continuation bytes are disjoint, so each lead is settled on its own.
+  unsigned take = 64;
   for (uint64_t leads = block->leads; leads != 0; leads &= leads - 1) {
     const auto k = static_cast<unsigned>(std::countr_zero(leads));
-    if (k > 61) return false;
-    const unsigned char* c = block->folded + k;
+    if (k + 2 >= available) return 0;  // FeedBytes holds it for the next piece
+    const auto* c = reinterpret_cast<const unsigned char*>(bytes + k);
     if ((c[1] & 0xC0) != 0x80 || (c[2] & 0xC0) != 0x80) continue;  // broken: word bytes
     const uint32_t code_point = (static_cast<uint32_t>(c[0] & 0x0F) << 12) |
                                 (static_cast<uint32_t>(c[1] & 0x3F) << 6) | (c[2] & 0x3F);
-    switch (Classify(code_point)) {
+    const CharClass type = Classify(code_point);
+    if (k > 61) {
+      // Its last bytes are in the next block. A word cannot be cut inside it, but one ends
+      // before a separator or a word of its own: the block stops there, and the next one starts
+      // with the character.
+      if (type == CharClass::kWordBytes) return 0;
+      block->word &= ~(~uint64_t{0} << k);
+      take = k;
+      break;
+    }
+    switch (type) {
       case CharClass::kWordBytes:
         break;
       case CharClass::kSeparator:
         block->word &= ~(uint64_t{7} << k);
         break;
       case CharClass::kOwnWord:
-        return false;
+        block->breaks |= uint64_t{1} << k;
+        if (k + 3 < 64) {
+          block->breaks |= uint64_t{1} << (k + 3);
+        } else {
+          block->break_at_end = true;
+        }
+        break;
     }
   }
-  return true;
+  return take;
 }
 
 WordSplitter::CharClass WordSplitter::Classify(uint32_t c) {

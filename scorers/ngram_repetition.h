@@ -389,21 +389,28 @@ class WordSplitter {
   // 64 bytes classified at once (BlockOf): a bit per byte for the word bytes, and the bytes
   // ASCII-folded, with 8 bytes of slack so that a chunk can be read whole anywhere in them.
   // `plain`: no byte of the block leads a three-byte character; where one does, `leads` has a
-  // bit for each, and TakeThreeByteCharacters settles them.
+  // bit for each, and TakeThreeByteCharacters settles them. `breaks`: bit k, a word ends before
+  // byte k even where byte k - 1 is a word byte, as around a character that is a word of its
+  // own; `break_at_end`, the same after byte 63.
   struct Block {
     uint64_t word = 0;
     uint64_t digit = 0;  // a bit per byte for the ASCII digits
     uint64_t leads = 0;  // a bit per byte from 0xE0 to 0xEF
+    uint64_t breaks = 0;
+    bool break_at_end = false;
     bool plain = false;
     alignas(8) unsigned char folded[72];
   };
   static void BlockOf(const char* bytes, Block* block);
-  // Gives a block's three-byte characters the word bits that FeedBytes would give them: a
-  // separator's bytes (dashes, curly quotes, CJK punctuation) leave the word bits; a character
-  // that is word bytes (arrows, math symbols) or a broken sequence keeps them. False where the
-  // block must take the byte path: a character that is a word of its own (kana, CJK), or one
-  // whose last bytes are in the next block.
-  static bool TakeThreeByteCharacters(Block* block);
+  // Gives the three-byte characters of the block read from `bytes` (of which `available` are
+  // readable) the word bits and breaks that FeedBytes would give them: a separator's bytes
+  // (dashes, curly quotes, CJK punctuation) leave the word bits; a character that is a word of
+  // its own (kana, CJK) gets a break on either side; a character that is word bytes (arrows,
+  // math symbols) or a broken sequence changes nothing. Returns how many of the block's bytes
+  // the block path takes: 64, or fewer when a separator or a word of its own runs past the block
+  // (FeedBlock stops before it), or 0 where the block must take the byte path (a character of
+  // word bytes that runs past the block, or one the piece ends inside).
+  static unsigned TakeThreeByteCharacters(Block* block, const char* bytes, size_t available);
 
  private:
   template <typename OnWord>
@@ -427,9 +434,11 @@ class WordSplitter {
       const size_t end = by_blocks ? std::min(n, i + 64) : n;
       if (end - i == 64 && held_ == 0) {
         BlockOf(piece.data() + i, &block);
-        if (block.plain || TakeThreeByteCharacters(&block)) {
-          FeedBlock(block, on_word);
-          i = end;
+        const unsigned take =
+            block.plain ? 64 : TakeThreeByteCharacters(&block, piece.data() + i, n - i);
+        if (take != 0) {
+          FeedBlock(block, take, on_word);
+          i += take;
           continue;
         }
       }
@@ -472,24 +481,32 @@ class WordSplitter {
     return i;
   }
 
-  // A plain block. A word that starts and ends inside it with fewer than 16 bytes, which is
-  // almost every word, is hashed from the block's folded bytes at once (ShortWord); the others
+  // A block's first `size` bytes: all 64, or fewer where TakeThreeByteCharacters stopped it
+  // before a character that the next block starts with (no word byte lies past them). A word
+  // that starts and ends inside it with fewer than 16 bytes, which is almost every word, is
+  // hashed from the block's folded bytes at once (ShortWord); the others
   // are added a chunk of up to eight bytes at a time, as the byte path would have filled them.
   // Where words begin and end is read from bit masks of the whole block, so that one word's
   // place does not wait on the previous word's: the words of a block are hashed side by side.
   template <typename OnWord>
-  void FeedBlock(const Block& block, OnWord& on_word) {
+  void FeedBlock(const Block& block, unsigned size, OnWord& on_word) {
     const uint64_t word = block.word;
     // Bit k: a word begins at byte k; its last byte is byte k (a word that runs on to the end
     // of the block has no end here).
     uint64_t starts = word & ~(word << 1);
-    const uint64_t ends = word & ~(word >> 1) & ~(uint64_t{1} << 63);
+    uint64_t ends = word & ~(word >> 1) & ~(uint64_t{1} << 63);
+    if ((block.breaks | static_cast<uint64_t>(block.break_at_end)) != 0) [[unlikely]] {
+      starts |= word & block.breaks;
+      ends |= word & ((block.breaks >> 1) | (static_cast<uint64_t>(block.break_at_end) << 63));
+    }
     if (in_word_) {
-      // The word open from before the block ends at its first byte or goes on into it.
-      const auto length = static_cast<unsigned>(std::countr_one(word));
+      // The word open from before the block ends at its first byte, at the first break, or goes
+      // on into it.
+      const auto length =
+          static_cast<unsigned>(std::min(std::countr_one(word), std::countr_zero(block.breaks)));
       AddStretch(block, 0, length);
       if (length < 64) on_word(End(offset_ + length));
-      starts &= ~uint64_t{1};
+      if (length > 0) starts &= ~uint64_t{1};
     }
     for (; starts != 0; starts &= starts - 1) {
       const auto begin = static_cast<unsigned>(std::countr_zero(starts));
@@ -505,7 +522,7 @@ class WordSplitter {
         if (stop < 64) on_word(End(offset_ + stop));
       }
     }
-    offset_ += 64;
+    offset_ += size;
   }
 
   // Adds the folded bytes [at, stop) of a plain block to the open word.

@@ -873,6 +873,8 @@ TEST(WordSplitter, BlocksGiveTheBytewiseWords) {
                                        "\xe2\x80\xe2\x80\x94",
                                        "\xff",
                                        "我",
+                                       "我们的答案是四十二",
+                                       "の",
                                        "。",
                                        "—",
                                        "\xe4",
