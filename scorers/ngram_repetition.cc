@@ -374,15 +374,11 @@ void WordSplitter::BlockOf(const char* bytes, Block* block) {
   block->word = word;
   block->digit = digit;
   block->leads = leads;
-  block->breaks = 0;
-  block->break_at_end = false;
   block->plain = leads == 0;
 #else
   block->word = 0;
   block->digit = 0;
   block->leads = 0;
-  block->breaks = 0;
-  block->break_at_end = false;
   for (unsigned k = 0; k < 64; ++k) {
     const auto c = static_cast<unsigned char>(bytes[k]);
     if (c >= 0xE0 && c <= 0xEF) block->leads |= uint64_t{1} << k;
@@ -399,6 +395,8 @@ unsigned WordSplitter::TakeThreeByteCharacters(Block* block, const char* bytes, 
   // the lead (and a continuation byte) as word bytes and reads the next byte as usual. Leads and
   // continuation bytes are disjoint, so each lead is settled on its own.
   unsigned take = 64;
+  block->breaks = 0;
+  block->break_at_end = false;
   for (uint64_t leads = block->leads; leads != 0; leads &= leads - 1) {
     const auto k = static_cast<unsigned>(std::countr_zero(leads));
     if (k + 2 >= available) return 0;  // FeedBytes holds it for the next piece

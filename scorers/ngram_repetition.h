@@ -389,9 +389,9 @@ class WordSplitter {
   // 64 bytes classified at once (BlockOf): a bit per byte for the word bytes, and the bytes
   // ASCII-folded, with 8 bytes of slack so that a chunk can be read whole anywhere in them.
   // `plain`: no byte of the block leads a three-byte character; where one does, `leads` has a
-  // bit for each, and TakeThreeByteCharacters settles them. `breaks`: bit k, a word ends before
-  // byte k even where byte k - 1 is a word byte, as around a character that is a word of its
-  // own; `break_at_end`, the same after byte 63.
+  // bit for each, and TakeThreeByteCharacters settles them and sets `breaks`: bit k, a word ends
+  // before byte k even where byte k - 1 is a word byte, as around a character that is a word of
+  // its own; `break_at_end`, the same after byte 63. (A plain block leaves those two unset.)
   struct Block {
     uint64_t word = 0;
     uint64_t digit = 0;  // a bit per byte for the ASCII digits
@@ -434,10 +434,14 @@ class WordSplitter {
       const size_t end = by_blocks ? std::min(n, i + 64) : n;
       if (end - i == 64 && held_ == 0) {
         BlockOf(piece.data() + i, &block);
-        const unsigned take =
-            block.plain ? 64 : TakeThreeByteCharacters(&block, piece.data() + i, n - i);
+        if (block.plain) {
+          FeedBlock</*kBreaks=*/false>(block, 64, on_word);
+          i = end;
+          continue;
+        }
+        const unsigned take = TakeThreeByteCharacters(&block, piece.data() + i, n - i);
         if (take != 0) {
-          FeedBlock(block, take, on_word);
+          FeedBlock</*kBreaks=*/true>(block, take, on_word);
           i += take;
           continue;
         }
@@ -488,22 +492,23 @@ class WordSplitter {
   // are added a chunk of up to eight bytes at a time, as the byte path would have filled them.
   // Where words begin and end is read from bit masks of the whole block, so that one word's
   // place does not wait on the previous word's: the words of a block are hashed side by side.
-  template <typename OnWord>
+  template <bool kBreaks, typename OnWord>
   void FeedBlock(const Block& block, unsigned size, OnWord& on_word) {
     const uint64_t word = block.word;
     // Bit k: a word begins at byte k; its last byte is byte k (a word that runs on to the end
     // of the block has no end here).
     uint64_t starts = word & ~(word << 1);
     uint64_t ends = word & ~(word >> 1) & ~(uint64_t{1} << 63);
-    if ((block.breaks | static_cast<uint64_t>(block.break_at_end)) != 0) [[unlikely]] {
-      starts |= word & block.breaks;
-      ends |= word & ((block.breaks >> 1) | (static_cast<uint64_t>(block.break_at_end) << 63));
+    const uint64_t breaks = kBreaks ? block.breaks : 0;
+    if constexpr (kBreaks) {
+      starts |= word & breaks;
+      ends |= word & ((breaks >> 1) | (static_cast<uint64_t>(block.break_at_end) << 63));
     }
     if (in_word_) {
       // The word open from before the block ends at its first byte, at the first break, or goes
       // on into it.
       const auto length =
-          static_cast<unsigned>(std::min(std::countr_one(word), std::countr_zero(block.breaks)));
+          static_cast<unsigned>(std::min(std::countr_one(word), std::countr_zero(breaks)));
       AddStretch(block, 0, length);
       if (length < 64) on_word(End(offset_ + length));
       if (length > 0) starts &= ~uint64_t{1};
