@@ -2,14 +2,20 @@
 // the scripts and punctuation model outputs are written in: plain ASCII prose; the same with a
 // dash, curly quote or arrow after every 25th word (three-byte characters that separate words or
 // are word bytes); and the same words written in Chinese characters, each a word of its own.
+// With --texts=FILE, also the "completion" of each line of a JSONL file (real model outputs).
 // Results in docs/PERFORMANCE.md ("Evaluation CLI").
 //
 //   cmake --build build -j2 --target word_scan_bench && ./build/bench/word_scan_bench
+//   ./build/bench/word_scan_bench --texts=outputs.jsonl --benchmark_filter=file
 #include <benchmark/benchmark.h>
 
 #include <cctype>
 #include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/realistic_text.h"
@@ -64,13 +70,9 @@ std::string Rewrite(const std::string& text, Script script) {
   return out;
 }
 
-void BM_RepeatedWordsInText(benchmark::State& state, Script script) {
-  std::vector<std::string> texts;
+void ScanTexts(benchmark::State& state, const std::vector<std::string>& texts) {
   size_t bytes = 0;
-  for (uint64_t i = 0; i < 50; ++i) {
-    texts.push_back(Rewrite(bench::RealisticCompletion(3000, i), script));
-    bytes += texts.back().size();
-  }
+  for (const std::string& text : texts) bytes += text.size();
   const NgramOptions options;
   for (auto _ : state) {
     for (const std::string& text : texts) {
@@ -81,11 +83,58 @@ void BM_RepeatedWordsInText(benchmark::State& state, Script script) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * texts.size()));
 }
+
+void BM_RepeatedWordsInText(benchmark::State& state, Script script) {
+  std::vector<std::string> texts;
+  for (uint64_t i = 0; i < 50; ++i) {
+    texts.push_back(Rewrite(bench::RealisticCompletion(3000, i), script));
+  }
+  ScanTexts(state, texts);
+}
 BENCHMARK_CAPTURE(BM_RepeatedWordsInText, ascii, Script::kAscii);
 BENCHMARK_CAPTURE(BM_RepeatedWordsInText, punctuated, Script::kPunctuated);
 BENCHMARK_CAPTURE(BM_RepeatedWordsInText, chinese, Script::kChinese);
 
+// The completions of a JSONL file; false when it cannot be read.
+bool ReadCompletions(const std::string& path, std::vector<std::string>* texts) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::string line;
+  while (std::getline(in, line)) {
+    const nlohmann::json row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (row.is_object() && row.contains("completion") && row["completion"].is_string()) {
+      texts->push_back(row["completion"].get<std::string>());
+    }
+  }
+  return !texts->empty();
+}
+
 }  // namespace
 }  // namespace rlscore::scorers
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  // --texts=FILE registers BM_RepeatedWordsInText/file over its completions.
+  static std::vector<std::string> texts;
+  int kept = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.starts_with("--texts=")) {
+      const std::string path(arg.substr(8));
+      if (!rlscore::scorers::ReadCompletions(path, &texts)) {
+        std::fprintf(stderr, "word_scan_bench: no completions read from %s\n", path.c_str());
+        return 1;
+      }
+      benchmark::RegisterBenchmark("BM_RepeatedWordsInText/file", [](benchmark::State& state) {
+        rlscore::scorers::ScanTexts(state, texts);
+      });
+      continue;
+    }
+    argv[kept++] = argv[i];
+  }
+  argc = kept;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
