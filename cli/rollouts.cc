@@ -315,6 +315,19 @@ bool ReadId(ondemand::value value, std::string* id_json) {
   }
 }
 
+// A string member's value in `*s`, or nullopt for a value of any other type, which SkipChecked
+// checks at `depth`; false where the value cannot be read.
+bool StringOrChecked(ondemand::value value, int depth, std::optional<std::string_view>* s) {
+  s->reset();
+  ondemand::json_type type;
+  if (value.type().get(type)) return false;
+  if (type != ondemand::json_type::string) return SkipChecked(value, depth);
+  std::string_view view;
+  if (value.get_string().get(view)) return false;
+  *s = view;
+  return true;
+}
+
 // A message's content as ContentText reads it: a string, or text parts joined. `*text` is
 // nullopt where ContentText's would be (no text part, a part that is not an object, a text part
 // whose text is not a string); false where the value cannot be read with certainty. The views
@@ -335,48 +348,36 @@ bool ReadContent(ondemand::value value, int depth,
   if (value.get_array().get(parts)) return false;
   std::vector<std::string_view> joined;
   bool usable = true;  // no part made ContentText give up
-  for (auto element : parts) {
-    ondemand::value part;
-    ondemand::json_type part_type;
-    if (element.get(part) || part.type().get(part_type)) return false;
-    ondemand::object object;
-    if (part_type != ondemand::json_type::object) {
-      if (!SkipChecked(part, depth + 1)) return false;
-      usable = false;
-      continue;
-    }
-    if (part.get_object().get(object)) return false;
+  const auto part = [&](ondemand::object& object) {
     static constexpr std::string_view kPartKeys[] = {"type", "text"};
-    bool is_text = false;
-    std::optional<std::string_view> part_text;
+    std::optional<std::string_view> part_type, part_text;
     const auto read = [&](size_t which, ondemand::value v) {
-      ondemand::json_type t;
-      if (v.type().get(t)) return false;
-      if (t != ondemand::json_type::string) return SkipChecked(v, depth + 2);
-      std::string_view s;
-      if (v.get_string().get(s)) return false;
-      if (which == 0) {
-        is_text = s == "text";
-      } else {
-        part_text = s;
-      }
-      return true;
+      return StringOrChecked(v, depth + 2, which == 0 ? &part_type : &part_text);
     };
     const auto other = [depth](std::string_view, ondemand::value v) {
       return SkipChecked(v, depth + 2);
     };
     uint64_t seen = 0;
     if (!json_ondemand::ReadMembers(object, kPartKeys, read, other, &seen)) return false;
-    if (!is_text) continue;
-    if (!part_text.has_value()) {
+    if (part_type != "text") return true;
+    if (part_text.has_value()) {
+      joined.push_back(*part_text);
+    } else {
       usable = false;
-      continue;
     }
-    joined.push_back(*part_text);
-  }
+    return true;
+  };
+  const auto not_a_part = [&usable] {
+    usable = false;
+    return true;
+  };
+  if (!json_ondemand::ForEachObject(parts, depth + 1, part, not_a_part)) return false;
   if (usable && !joined.empty()) *text = std::move(joined);
   return true;
 }
+
+// A message's depth as SkipChecked counts it: the list is a member of the line's object (1).
+constexpr int kMessageDepth = 2;
 
 // A completion as ReadCompletion reads it: a string, or a chat message list whose last assistant
 // message's text is scored. Every message is read, since the list streams past; each assistant
@@ -389,42 +390,31 @@ bool ReadCompletionText(ondemand::value value, std::string* out) {
   if (type != ondemand::json_type::array) return false;
   ondemand::array messages;
   if (value.get_array().get(messages)) return false;
-  // Depths as SkipChecked counts them: the list is a member of the line's object (1).
-  constexpr int kMessageDepth = 2;
   bool found = false;
-  for (auto element : messages) {
-    ondemand::value message;
-    ondemand::json_type message_type;
-    if (element.get(message) || message.type().get(message_type)) return false;
-    ondemand::object object;
-    if (message_type != ondemand::json_type::object) {
-      if (!SkipChecked(message, kMessageDepth)) return false;
-      continue;
-    }
-    if (message.get_object().get(object)) return false;
+  const auto message = [&](ondemand::object& object) {
     static constexpr std::string_view kMessageKeys[] = {"role", "content"};
-    bool assistant = false;
+    std::optional<std::string_view> role;
     std::optional<std::vector<std::string_view>> content;
     const auto read = [&](size_t which, ondemand::value v) {
-      if (which == 1) return ReadContent(v, kMessageDepth + 1, &content);
-      ondemand::json_type t;
-      if (v.type().get(t)) return false;
-      if (t != ondemand::json_type::string) return SkipChecked(v, kMessageDepth + 1);
-      std::string_view role;
-      if (v.get_string().get(role)) return false;
-      assistant = role == "assistant";
-      return true;
+      return which == 0 ? StringOrChecked(v, kMessageDepth + 1, &role)
+                        : ReadContent(v, kMessageDepth + 1, &content);
     };
     const auto other = [](std::string_view, ondemand::value v) {
       return SkipChecked(v, kMessageDepth + 1);
     };
     uint64_t seen = 0;
     if (!json_ondemand::ReadMembers(object, kMessageKeys, read, other, &seen)) return false;
-    if (!assistant) continue;
+    if (role != "assistant") return true;
+    // Unless a later assistant message has text, the reference's error.
     found = content.has_value();
-    if (!found) continue;  // unless a later assistant message has text, the reference's error
-    out->clear();
-    for (const std::string_view part : *content) out->append(part);
+    if (found) {
+      out->clear();
+      for (const std::string_view part : *content) out->append(part);
+    }
+    return true;
+  };
+  if (!json_ondemand::ForEachObject(messages, kMessageDepth, message, [] { return true; })) {
+    return false;
   }
   return found;
 }

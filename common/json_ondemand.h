@@ -82,4 +82,23 @@ bool ReadMembers(ondemand::object& object, const std::string_view (&keys)[N], Re
   });
 }
 
+// Calls on_object(object) for each element of `array` that is an object, and on_other() for
+// each other element, once SkipChecked has checked it at `depth` (the elements' depth); false as
+// soon as an element cannot be read or a callback answers false.
+template <typename OnObject, typename OnOther>
+bool ForEachObject(ondemand::array& array, int depth, OnObject&& on_object, OnOther&& on_other) {
+  for (auto element : array) {
+    ondemand::value value;
+    ondemand::json_type type;
+    if (element.get(value) || value.type().get(type)) return false;
+    if (type != ondemand::json_type::object) {
+      if (!SkipChecked(value, depth) || !on_other()) return false;
+      continue;
+    }
+    ondemand::object object;
+    if (value.get_object().get(object) || !on_object(object)) return false;
+  }
+  return true;
+}
+
 }  // namespace rlscore::json_ondemand

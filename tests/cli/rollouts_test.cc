@@ -398,6 +398,8 @@ TEST(RolloutReader, LeavesTheRestToTheReferenceWithItsAnswer) {
       R"({"completion": [{"role": "assistant", "content": [{"type": "text", "text": 5}]}]})",
       R"({"completion": [{"role": "assistant", "content": [{"type": "text"}]}]})",
       R"({"completion": [{"role": "assistant", "content": ["a"]}]})",
+      R"({"completion": [{"role": "assistant", "content": [{"type": "text", "text": "a"}, 5]}]})",
+      R"({"completion": [{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "text"}]}]})",
       R"({"completion": [{"role": "assistant", "content": "a"}, {"role": "assistant"}]})",
       R"({"completion": [{"role": "assistant", "content": "a", "content": "b"}]})",
       R"({"completion": [{"role": "user", "role": "assistant", "content": "a"}]})",
