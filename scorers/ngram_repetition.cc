@@ -41,6 +41,9 @@ constexpr uint32_t kMaxNearDistance = uint32_t{1} << 15;
 // corpus's derivations; 16 gained 2 % more for a table that no longer fits the L1 cache beside
 // the scan.
 constexpr size_t kNearBucketsPerStart = 8;
+// Buckets of the bound: a window shares one with about 400 / 4096 of the windows in reach, so
+// a clean text's bounded share stays a few points above its exact one, far below the minimum.
+constexpr size_t kBoundBuckets = 4096;
 
 uint32_t MixedTop(uint64_t hash) { return static_cast<uint32_t>(Mix(hash) >> 32); }
 
@@ -54,7 +57,8 @@ NgramStream::NgramStream(const NgramOptions& options, Storage storage)
       slots_(std::move(storage.slots)),
       recent_(std::move(storage.recent)),
       near_head_(std::move(storage.near_head)),
-      near_ring_(std::move(storage.near_ring)) {
+      near_ring_(std::move(storage.near_ring)),
+      bound_(std::move(storage.bound)) {
   for (uint32_t i = 1; i < options_.n; ++i) top_ *= kBase;
   tokens_.clear();
   const bool loop = options_.rule == NgramRule::kLoop;
@@ -64,8 +68,12 @@ NgramStream::NgramStream(const NgramOptions& options, Storage storage)
   } else {
     // The ring holds the start being added and the recurrence_distance before it.
     const size_t reach = size_t{options_.recurrence_distance} + 1;
-    near_head_.assign(std::bit_ceil(kNearBucketsPerStart * reach), kNoStart);
-    near_ring_.resize(2 * std::bit_ceil(reach));  // read only where written
+    near_head_.resize(std::bit_ceil(kNearBucketsPerStart * reach));  // emptied by LeaveBound
+    near_ring_.resize(2 * std::bit_ceil(reach));                     // read only where written
+    // Every bucket's latest start out of reach of the first 2^16 - reach starts; past them, one
+    // not written since is as good as any other bucket-mate.
+    bound_.assign(kBoundBuckets, static_cast<uint16_t>(0 - reach));
+    bounded_ = true;
   }
   if (loop) {
     recent_.assign(std::max<uint32_t>(1, options_.window), 0);
@@ -76,8 +84,8 @@ NgramStream::NgramStream(const NgramOptions& options, Storage storage)
 
 NgramStream::Storage NgramStream::Release() && {
   tokens_.clear();
-  return Storage{std::move(tokens_), std::move(slots_), std::move(recent_), std::move(near_head_),
-                 std::move(near_ring_)};
+  return Storage{std::move(tokens_),    std::move(slots_),     std::move(recent_),
+                 std::move(near_head_), std::move(near_ring_), std::move(bound_)};
 }
 
 void NgramStream::Reserve(size_t tokens) {
@@ -91,7 +99,8 @@ void NgramStream::Reserve(size_t tokens) {
 
 size_t NgramStream::MemoryBytes() const {
   return tokens_.capacity() * sizeof(uint64_t) + slots_.capacity() * sizeof(Slot) +
-         recent_.capacity() + (near_head_.capacity() + near_ring_.capacity()) * sizeof(uint32_t);
+         recent_.capacity() + (near_head_.capacity() + near_ring_.capacity()) * sizeof(uint32_t) +
+         bound_.capacity() * sizeof(uint16_t);
 }
 
 void NgramStream::Grow(size_t capacity) {
@@ -192,8 +201,9 @@ bool NgramStream::PushMixedSlow(uint64_t mixed, bool number) {
   }
   const size_t start = count - n;
   if (!counting_) {
-    window_.Add(recent_, Chains().Recurs(start, hash_));
+    window_.Add(recent_, bounded_ ? Bound().MayRecur(start, hash_) : Chains().Recurs(start, hash_));
     if (!window_.Reached(recent_.size(), options_.min_recurring_percent)) return false;
+    if (bounded_ && !LeaveBound(start)) return false;
     return StartCounting(start);
   }
   return CountWindow(start, /*recorded=*/false);
@@ -216,7 +226,6 @@ bool NgramStream::PushWords(std::span<const Word> words) {
     // Room for every word, so that `tokens` and the chains' view of them stay valid.
     tokens_.reserve(count + (words.size() - i));
     const uint64_t* const tokens = tokens_.data();
-    const NearChains chains = Chains();
     const std::span<uint8_t> recent(recent_);
     const uint64_t top = top_;
     const uint32_t min_percent = options_.min_recurring_percent;
@@ -224,30 +233,66 @@ bool NgramStream::PushWords(std::span<const Word> words) {
     Window window = window_;
     size_t number_run = number_run_;
     bool reached = false;
-    for (; i < words.size(); ++i) {
-      const size_t run = words[i].number ? number_run + 1 : 0;
-      if (run > max_run) break;  // fires, one at a time
-      number_run = run;
-      tokens_.push_back(words[i].hash);
-      ++count;
-      hash = Roll(hash, top, tokens[count - 1 - n], words[i].hash);
-      window.Add(recent, chains.Recurs(count - n, hash));
-      if (window.Reached(recent.size(), min_percent)) {
-        reached = true;
-        ++i;
-        break;
+    // The loop over the words, with the window's flags from `recurs(start, hash)`.
+    const auto push = [&](const auto& recurs) {
+      for (; i < words.size(); ++i) {
+        const size_t run = words[i].number ? number_run + 1 : 0;
+        if (run > max_run) break;  // fires, one at a time
+        number_run = run;
+        tokens_.push_back(words[i].hash);
+        ++count;
+        hash = Roll(hash, top, tokens[count - 1 - n], words[i].hash);
+        window.Add(recent, recurs(count - n, hash));
+        if (window.Reached(recent.size(), min_percent)) {
+          reached = true;
+          ++i;
+          break;
+        }
       }
+    };
+    if (bounded_) {
+      const BoundTable bound = Bound();
+      push([&bound](size_t start, uint64_t h) { return bound.MayRecur(start, h); });
+    } else {
+      const NearChains chains = Chains();
+      push([&chains](size_t start, uint64_t h) { return chains.Recurs(start, h); });
     }
     hash_ = hash;
     window_ = window;
     number_run_ = number_run;
-    if (reached && StartCounting(count - n)) return true;
+    if (reached && (!bounded_ || LeaveBound(count - n)) && StartCounting(count - n)) return true;
     if (!reached && i < words.size()) {  // the number run
       if (PushMixed(words[i].hash, words[i].number)) return true;
       ++i;
     }
   }
   return false;
+}
+
+bool NgramStream::LeaveBound(size_t start) {
+  bounded_ = false;
+  std::fill(near_head_.begin(), near_head_.end(), kNoStart);
+  const size_t n = options_.n;
+  const size_t size = recent_.size();
+  // The window's positions, and the starts within reach of its first: their windows go into the
+  // chains in order, and the window's own get their flags again, exactly.
+  const size_t held = std::min(window_.positions, size);
+  const size_t first = start + 1 - held;
+  const size_t from = first - std::min<size_t>(first, options_.recurrence_distance);
+  const NearChains chains = Chains();
+  uint64_t hash = 0;
+  for (size_t k = 0; k < n; ++k) hash = hash * kBase + tokens_[from + k];
+  size_t recurring = 0;
+  for (size_t s = from; s <= start; ++s) {
+    if (s > from) hash = Roll(hash, top_, tokens_[s - 1], tokens_[s - 1 + n]);
+    const bool recurs = chains.Recurs(s, hash);
+    if (s < first) continue;
+    // Position s went into the ring (start - s) places before the latest.
+    recent_[(window_.at + size - 1 - (start - s)) % size] = recurs ? 1 : 0;
+    recurring += recurs ? 1 : 0;
+  }
+  window_.recurring = recurring;
+  return window_.Reached(size, options_.min_recurring_percent);
 }
 
 bool NgramStream::StartCounting(size_t start) {

@@ -22,7 +22,12 @@
 // first reaches the minimum (in honest text, rarely), the stream keeps only those positions'
 // n-grams, in hash chains of about 20 KiB that stay in the L1 cache; there it counts every n-gram
 // from the start of the text and goes on counting. The counts are the same as if it had counted
-// all along.
+// all along. Before even the chains, it bounds the share from above: a position may recur when
+// some window of the last `recurrence_distance` positions fell in the same bucket of a small
+// table as its own, a load and a store per position where the chains take a walk that the branch
+// predictor misses. Only where that bound reaches the minimum (in honest text, rarely) does the
+// stream rebuild the chains for the positions the window holds, take the exact share, and check
+// exactly from then on.
 //
 //   std::vector<Word> words = NormalizedWords(text);
 //   NgramReport r = FindRepeatedWords(words, NgramOptions{});
@@ -188,6 +193,9 @@ class NgramStream {
   // Whether the n-grams are counted: the literal rule always; the loop rule from the first
   // position where the recurring share reaches its minimum.
   bool counting() const { return counting_; }
+  // Whether the loop rule, not counting yet, still bounds recurrences from above rather than
+  // checking each exactly (see the top of this file).
+  bool bounded() const { return bounded_; }
   size_t MemoryBytes() const;
 
  private:
@@ -209,6 +217,7 @@ class NgramStream {
     std::vector<uint8_t> recent;
     std::vector<uint32_t> near_head;
     std::vector<uint32_t> near_ring;
+    std::vector<uint16_t> bound;
   };
 
  private:
@@ -265,6 +274,30 @@ class NgramStream {
                       tokens_.data(),
                       options_.n};
   }
+  // Before the loop rule counts, while `bounded_`: for each bucket of window hashes, the latest
+  // start (its low 16 bits) whose window fell in it, as a view that PushWords keeps in registers.
+  // A window that recurs within `distance` finds its bucket's latest start within `distance` too
+  // (its earlier occurrence wrote it, and any later writer is nearer), so MayRecur never misses a
+  // recurrence; it also answers true for windows that merely share a bucket with a recent one,
+  // or with one 2^16 positions older (16 bits suffice, as the near chains' reach is under 2^15).
+  struct BoundTable {
+    uint16_t* latest;
+    size_t mask;
+    size_t distance;
+    bool MayRecur(size_t start, uint64_t hash) const {
+      uint16_t& slot = latest[hash & mask];
+      const bool may = static_cast<uint16_t>(start - slot) <= distance;
+      slot = static_cast<uint16_t>(start);
+      return may;
+    }
+  };
+  BoundTable Bound() {
+    return BoundTable{bound_.data(), bound_.size() - 1, options_.recurrence_distance};
+  }
+  // Leaves the bound for the near chains at `start`, the position whose bounded share reached the
+  // minimum: rebuilds the chains and the window's flags from the tokens of the positions that
+  // they need. Returns whether the exact share has reached the minimum.
+  bool LeaveBound(size_t start);
   // The loop rule's window: whether each of the last `recent.size()` positions recurs (a ring of
   // one byte each, `recent`), and how many do. A value, so that PushWords keeps it in registers.
   struct Window {
@@ -318,6 +351,13 @@ class NgramStream {
   // deleted.
   std::vector<uint32_t> near_head_;
   std::vector<uint32_t> near_ring_;
+  // Before the loop rule counts, recurrences are first bounded from above (BoundTable), in a
+  // table of 8 KiB that costs a load and a store a position; the window then holds whether each
+  // position may recur. Its share is never below the exact one, so the exact share cannot reach
+  // the minimum before this one does; there the stream leaves the bound (LeaveBound) and checks
+  // each position exactly with the near chains from then on.
+  bool bounded_ = false;
+  std::vector<uint16_t> bound_;
   NgramReport report_;
 };
 
@@ -334,8 +374,9 @@ inline bool NgramStream::PushMixed(uint64_t mixed, bool number) {
   tokens_.push_back(mixed);
   hash_ = Roll(hash_, top_, tokens_[count - 1 - n], mixed);
   const size_t start = count - n;
-  window_.Add(recent_, Chains().Recurs(start, hash_));
+  window_.Add(recent_, bounded_ ? Bound().MayRecur(start, hash_) : Chains().Recurs(start, hash_));
   if (!window_.Reached(recent_.size(), options_.min_recurring_percent)) return false;
+  if (bounded_ && !LeaveBound(start)) return false;
   return StartCounting(start);
 }
 

@@ -999,6 +999,68 @@ TEST(NgramStream, StartingToCountLateGivesTheRulesReport) {
   EXPECT_GT(fired, 10);
 }
 
+// Before it counts, the loop rule bounds the recurring share from above in a table of 4,096
+// buckets. With a reach of thousands of positions nearly every bucket holds a recent window, so
+// the bound reaches the minimum in text that never recurs, at every point of the window's
+// filling: the stream must then check exactly, and still give the rule's report.
+TEST(NgramStream, LeavingTheBoundGivesTheRulesReport) {
+  std::mt19937_64 rng(20261206);
+  int within_bound = 0, left_bound = 0, counted = 0, fired = 0;
+  for (int k = 0; k < 160; ++k) {
+    NgramOptions o;
+    o.n = static_cast<uint32_t>(1 + rng() % 10);
+    o.max_occurrences = static_cast<uint32_t>(k % 5 == 0 ? 20 + rng() % 20 : rng() % 5);
+    o.window = static_cast<uint32_t>(1 + rng() % 250);
+    o.min_recurring_percent = static_cast<uint32_t>(1 + rng() % 100);
+    o.recurrence_distance =
+        static_cast<uint32_t>(k % 4 == 0 ? 1 + rng() % 400 : 400 + rng() % 32000);
+    // Fresh words; some cases reuse phrases from anywhere before, some end in a loop.
+    std::vector<uint64_t> t;
+    const size_t length = 200 + rng() % 6000;
+    const bool reuse = k % 3 == 0;
+    while (t.size() < length) {
+      if (!reuse || rng() % 4 != 0 || t.size() < 20) {
+        for (uint64_t i = rng() % 20; i > 0; --i) t.push_back(rng());
+      } else {
+        const size_t from = rng() % t.size();
+        const size_t copy = std::min<size_t>(1 + rng() % 30, t.size() - from);
+        for (size_t i = 0; i < copy; ++i) t.push_back(t[from + i]);
+      }
+    }
+    if (k % 2 == 1) {
+      const size_t period = 1 + rng() % 60;
+      const size_t base = t.size() - period;
+      for (size_t i = 0, reps = period * (1 + rng() % 8); i < reps; ++i) {
+        t.push_back(t[base + i % period]);
+      }
+    }
+    SCOPED_TRACE(absl::StrCat("case ", k, " n=", o.n, " max=", o.max_occurrences,
+                              " window=", o.window, " percent=", o.min_recurring_percent,
+                              " distance=", o.recurrence_distance, " length=", t.size()));
+    const NgramReport want = MapLoop(t, o);
+    NgramStream stream(o);
+    for (const uint64_t x : t) {
+      if (stream.Push(x)) break;
+    }
+    ExpectSameReport(stream.report(), want);
+    ExpectSameReport(FindRepeatedNgram(t, o), want);
+    if (stream.bounded()) {
+      ++within_bound;
+    } else if (!stream.counting()) {
+      ++left_bound;
+    } else {
+      ++counted;
+    }
+    fired += want.fired ? 1 : 0;
+  }
+  std::printf("within the bound %d, left it without counting %d, counted %d, fired %d\n",
+              within_bound, left_bound, counted, fired);
+  EXPECT_GT(within_bound, 10);
+  EXPECT_GT(left_bound, 10);
+  EXPECT_GT(counted - fired, 10);
+  EXPECT_GT(fired, 10);
+}
+
 TEST(NgramStream, ReusedStorageStartsEmpty) {
   std::mt19937_64 rng(9);
   NgramStream::Storage storage;
