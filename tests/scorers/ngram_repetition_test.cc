@@ -947,6 +947,38 @@ NgramReport MapLoop(const std::vector<uint64_t>& t, const NgramOptions& o) {
   return r;
 }
 
+// Appends a phrase of up to 30 tokens copied from anywhere before.
+void AppendReuse(std::mt19937_64& rng, std::vector<uint64_t>* t) {
+  const size_t from = rng() % t->size();
+  const size_t copy = std::min<size_t>(1 + rng() % 30, t->size() - from);
+  for (size_t i = 0; i < copy; ++i) t->push_back((*t)[from + i]);
+}
+
+// Appends a loop: the last 1 to 60 tokens, repeated 1 to 8 times.
+void AppendLoop(std::mt19937_64& rng, std::vector<uint64_t>* t) {
+  const size_t period = 1 + rng() % 60;
+  const size_t base = t->size() - std::min(period, t->size());
+  for (size_t i = 0, reps = period * (1 + rng() % 8); i < reps; ++i) {
+    t->push_back((*t)[base + i % period]);
+  }
+}
+
+// Expects a stream fed `t` a token at a time, and FindRepeatedNgram, to give the rule's report
+// (MapLoop); returns the stream, for the path it took.
+NgramStream ExpectTheRulesReport(const std::vector<uint64_t>& t, const NgramOptions& o, int k) {
+  SCOPED_TRACE(absl::StrCat("case ", k, " n=", o.n, " max=", o.max_occurrences,
+                            " window=", o.window, " percent=", o.min_recurring_percent,
+                            " distance=", o.recurrence_distance, " length=", t.size()));
+  const NgramReport want = MapLoop(t, o);
+  NgramStream stream(o);
+  for (const uint64_t x : t) {
+    if (stream.Push(x)) break;
+  }
+  ExpectSameReport(stream.report(), want);
+  ExpectSameReport(FindRepeatedNgram(t, o), want);
+  return stream;
+}
+
 // Long sequences whose recurrences come and go (phrases reused at every distance, then loops), so
 // that the stream starts counting at every kind of point, or never: the reports are the rule's.
 TEST(NgramStream, StartingToCountLateGivesTheRulesReport) {
@@ -967,29 +999,14 @@ TEST(NgramStream, StartingToCountLateGivesTheRulesReport) {
       if (pick < 6 || t.size() < 20) {
         for (uint64_t i = rng() % 20; i > 0; --i) t.push_back(1000 + rng() % 100000);
       } else if (pick < 9) {
-        const size_t from = rng() % t.size();
-        const size_t copy = std::min<size_t>(1 + rng() % 30, t.size() - from);
-        for (size_t i = 0; i < copy; ++i) t.push_back(t[from + i]);
+        AppendReuse(rng, &t);
       } else {
-        const size_t period = 1 + rng() % 60;
-        const size_t base = t.size() - std::min(period, t.size());
-        for (size_t i = 0, reps = period * (1 + rng() % 8); i < reps; ++i) {
-          t.push_back(t[base + i % period]);
-        }
+        AppendLoop(rng, &t);
       }
     }
-    SCOPED_TRACE(absl::StrCat("case ", k, " n=", o.n, " max=", o.max_occurrences,
-                              " window=", o.window, " percent=", o.min_recurring_percent,
-                              " distance=", o.recurrence_distance, " length=", t.size()));
-    const NgramReport want = MapLoop(t, o);
-    NgramStream stream(o);
-    for (const uint64_t x : t) {
-      if (stream.Push(x)) break;
-    }
-    ExpectSameReport(stream.report(), want);
-    ExpectSameReport(FindRepeatedNgram(t, o), want);
+    const NgramStream stream = ExpectTheRulesReport(t, o, k);
     (stream.counting() ? counted : not_counted) += 1;
-    fired += want.fired ? 1 : 0;
+    fired += stream.fired() ? 1 : 0;
   }
   std::printf("never counted %d, counted without firing %d, fired %d\n", not_counted,
               counted - fired, fired);
@@ -1022,28 +1039,11 @@ TEST(NgramStream, LeavingTheBoundGivesTheRulesReport) {
       if (!reuse || rng() % 4 != 0 || t.size() < 20) {
         for (uint64_t i = rng() % 20; i > 0; --i) t.push_back(rng());
       } else {
-        const size_t from = rng() % t.size();
-        const size_t copy = std::min<size_t>(1 + rng() % 30, t.size() - from);
-        for (size_t i = 0; i < copy; ++i) t.push_back(t[from + i]);
+        AppendReuse(rng, &t);
       }
     }
-    if (k % 2 == 1) {
-      const size_t period = 1 + rng() % 60;
-      const size_t base = t.size() - period;
-      for (size_t i = 0, reps = period * (1 + rng() % 8); i < reps; ++i) {
-        t.push_back(t[base + i % period]);
-      }
-    }
-    SCOPED_TRACE(absl::StrCat("case ", k, " n=", o.n, " max=", o.max_occurrences,
-                              " window=", o.window, " percent=", o.min_recurring_percent,
-                              " distance=", o.recurrence_distance, " length=", t.size()));
-    const NgramReport want = MapLoop(t, o);
-    NgramStream stream(o);
-    for (const uint64_t x : t) {
-      if (stream.Push(x)) break;
-    }
-    ExpectSameReport(stream.report(), want);
-    ExpectSameReport(FindRepeatedNgram(t, o), want);
+    if (k % 2 == 1) AppendLoop(rng, &t);
+    const NgramStream stream = ExpectTheRulesReport(t, o, k);
     if (stream.bounded()) {
       ++within_bound;
     } else if (!stream.counting()) {
@@ -1051,7 +1051,7 @@ TEST(NgramStream, LeavingTheBoundGivesTheRulesReport) {
     } else {
       ++counted;
     }
-    fired += want.fired ? 1 : 0;
+    fired += stream.fired() ? 1 : 0;
   }
   std::printf("within the bound %d, left it without counting %d, counted %d, fired %d\n",
               within_bound, left_bound, counted, fired);
