@@ -339,10 +339,12 @@ class ScoreRun {
   // In process, guided pieces (PieceSize) of kPieceBytes to kMaxPieceBytes, a fourth of each
   // thread's share of what is left, scored in calls of at most kLocalBatch: the last pieces
   // leave the other threads idle for a millisecond at most, and a large input is handed over in
-  // a tenth of the pieces that fixed 256 KiB ones took, each of which woke threads (2 scoring
-  // threads on 2 cores: 5,100 context switches on 255 MB with those, 500 with these).
+  // a quarter of the pieces that fixed 256 KiB ones took, each of which woke threads (2 scoring
+  // threads on 2 cores, 255 MB: 5,100 context switches with those, 1,350 with these). Pieces of
+  // at most 1 MiB rather than 4 cost a large input nothing measurable and take 4 % off the wall
+  // time of a 13 MB one (docs/PERFORMANCE.md, "Evaluation CLI").
   static constexpr size_t kPieceBytes = 256 << 10;
-  static constexpr size_t kMaxPieceBytes = 4 << 20;
+  static constexpr size_t kMaxPieceBytes = 1 << 20;
   static constexpr uint32_t kLocalBatch = 32;
 
   // Scores every line of the file `fd`. False when scoring had to stop; the reason went to
