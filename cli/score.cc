@@ -32,7 +32,6 @@
 #include "cli/input_pieces.h"
 #include "cli/report.h"
 #include "cli/rollouts.h"
-#include "cli/thread_heap.h"
 #include "common/mutex.h"
 #include "common/strings.h"
 #include "engine/config.h"
@@ -374,7 +373,6 @@ class ScoreRun {
     std::vector<std::thread> scoring;
     for (unsigned t = 0; t < threads; ++t) {
       scoring.emplace_back([this, pipeline, batch_size] {
-        AdviseHugePagesForThreadHeap();
         RolloutReader rollouts(flags_.fields);
         PieceBuffer buffer;
         std::vector<PieceLine> lines;
