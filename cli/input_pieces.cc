@@ -231,8 +231,11 @@ absl::Status ReadPieces(int fd, PieceSize size, const std::function<bool(InputPi
 
 char* PieceBuffer::Reserve(size_t bytes) {
   if (bytes > capacity_) {
-    // Pieces differ in size by a line or so: grow by half, so that few pieces reallocate.
-    capacity_ = std::max(bytes, capacity_ + capacity_ / 2);
+    // Pieces differ in size by a line or so: room for an eighth more, or half again as much as
+    // before, so that few pieces reallocate. The old buffer goes first, so that the new one can
+    // take its pages rather than new ones (each new page is a page fault).
+    data_.reset();
+    capacity_ = std::max(bytes + bytes / 8, capacity_ + capacity_ / 2);
     data_ = std::make_unique_for_overwrite<char[]>(capacity_);
   }
   return data_.get();

@@ -74,7 +74,8 @@ inline constexpr size_t kRolloutLinePadding = 64;
 // built and the completion is copied once. A line it does not read with certainty (any error, a
 // key given twice, an id that is not a string, an integer, a boolean or null, a chat message
 // list, a control byte) goes to ParseRollout, so results and error messages are ParseRollout's
-// for every line. Thread-compatible: one reader per thread; its buffers grow to the longest line.
+// for every line. Thread-compatible: one reader per thread; its buffers grow with the longest line
+// (to twice its length while that is under 4 MiB, so that they are seldom reallocated).
 class RolloutReader {
  public:
   explicit RolloutReader(FieldNames names);
