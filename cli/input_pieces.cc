@@ -234,9 +234,11 @@ char* PieceBuffer::Reserve(size_t bytes) {
     // Pieces differ in size by a line or so: room for an eighth more, or half again as much as
     // before, so that few pieces reallocate. The old buffer goes first, so that the new one can
     // take its pages rather than new ones (each new page is a page fault).
+    const size_t capacity = std::max(bytes + bytes / 8, capacity_ + capacity_ / 2);
     data_.reset();
-    capacity_ = std::max(bytes + bytes / 8, capacity_ + capacity_ / 2);
-    data_ = std::make_unique_for_overwrite<char[]>(capacity_);
+    capacity_ = 0;
+    data_ = std::make_unique_for_overwrite<char[]>(capacity);
+    capacity_ = capacity;
   }
   return data_.get();
 }

@@ -319,6 +319,26 @@ TEST(RolloutReader, ReadsCommonLinesItselfWithTheReferenceAnswer) {
   EXPECT_EQ(reader.deferred(), 0u);
 }
 
+// One reader over lines longer and longer, past the length where its buffers stop doubling, then
+// short ones again: each read by the fast path, as the reference reads it.
+TEST(RolloutReader, ReadsLinesOfEveryLengthWithTheSameBuffers) {
+  RolloutReader reader(FieldNames{});
+  for (const size_t length : {1, 100, 101, 5000, 70000, 70001, 3000000, 9000000, 200, 1}) {
+    SCOPED_TRACE(length);
+    std::string completion(length, 'a');
+    for (size_t i = 7; i < length; i += 64) completion[i] = ' ';
+    const std::string line =
+        R"({"id": "r", "completion": ")" + completion + R"(", "num_tokens": 3})";
+    const absl::StatusOr<Rollout> fast = reader.Read(line);
+    const absl::StatusOr<Rollout> reference = ParseRollout(line, FieldNames{});
+    ASSERT_TRUE(fast.ok()) << fast.status();
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    EXPECT_EQ(fast->item.SerializeAsString(), reference->item.SerializeAsString());
+    EXPECT_EQ(fast->item.completion().text().size(), length);
+  }
+  EXPECT_EQ(reader.deferred(), 0u);
+}
+
 // Lines it leaves to the reference: errors of every kind, and the forms whose answer is the
 // reference's to give (a key twice, ids that nlohmann reformats, chat messages, control bytes).
 // `levels` arrays, each inside the one before.
