@@ -27,6 +27,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "cli/batch_scorer.h"
+#include "cli/cpu_placement.h"
 #include "cli/enum_names.h"
 #include "cli/flags.h"
 #include "cli/input_pieces.h"
@@ -329,7 +330,8 @@ struct Pipeline {
 // One reader thread cuts the input into pieces of lines (cli/input_pieces.h); each scoring thread
 // takes a piece, splits it into lines, parses, scores and writes them in batches; the calling
 // thread passes the pieces' output on in input order. No thread waits for another's batch, and
-// the work that touches every byte runs on the scoring threads, so they scale.
+// the work that touches every byte runs on the scoring threads, so they scale. In process, the
+// scoring threads start one to a CPU (cli/cpu_placement.h).
 class ScoreRun {
  public:
   ScoreRun(const ScoreFlags& flags, BatchScorer* scorer, std::ostream* out)
@@ -372,7 +374,8 @@ class ScoreRun {
     });
     std::vector<std::thread> scoring;
     for (unsigned t = 0; t < threads; ++t) {
-      scoring.emplace_back([this, pipeline, batch_size] {
+      scoring.emplace_back([this, pipeline, batch_size, t, threads] {
+        if (scorer_->InProcess()) StartOnOwnCpu(t, threads);
         RolloutReader rollouts(flags_.fields);
         PieceBuffer buffer;
         std::vector<PieceLine> lines;
