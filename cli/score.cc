@@ -183,6 +183,11 @@ struct DoneBatch {
   uint64_t lines_read = 0;
 };
 
+// The three hand-overs below wake only the threads that can go on, and only once the lock is
+// let go: a thread woken while the waker still holds it would wake only to sleep again on the
+// lock, and every waking of a thread that has slept is a chance for the kernel to put it on the
+// CPU of another scoring thread.
+
 // Hands pieces of the input to the scoring threads; holds at most `capacity`, so the reader
 // stays at most that far ahead. Thread-safe.
 class PieceQueue {
@@ -191,44 +196,56 @@ class PieceQueue {
 
   // False (and `batch` dropped) once Close() was called.
   bool Push(InputPiece batch) {
-    MutexLock lock(&mu_);
-    while (!closed_ && batches_.size() >= capacity_) changed_.Wait(&mu_);
-    if (closed_) return false;
-    batches_.push_back(std::move(batch));
-    changed_.SignalAll();
+    {
+      MutexLock lock(&mu_);
+      while (!closed_ && batches_.size() >= capacity_) room_.Wait(&mu_);
+      if (closed_) return false;
+      batches_.push_back(std::move(batch));
+    }
+    ready_.Signal();  // one piece, for one scoring thread
     return true;
   }
 
   // The next batch; nullopt when the queue is closed and empty.
   std::optional<InputPiece> Pop() {
-    MutexLock lock(&mu_);
-    while (!closed_ && batches_.empty()) changed_.Wait(&mu_);
-    if (batches_.empty()) return std::nullopt;
-    InputPiece batch = std::move(batches_.front());
-    batches_.pop_front();
-    changed_.SignalAll();
+    std::optional<InputPiece> batch;
+    {
+      MutexLock lock(&mu_);
+      while (!closed_ && batches_.empty()) ready_.Wait(&mu_);
+      if (batches_.empty()) return std::nullopt;
+      batch = std::move(batches_.front());
+      batches_.pop_front();
+    }
+    room_.Signal();  // the reader
     return batch;
   }
 
   // Ends the input: Pop() drains what is queued, then answers nullopt.
   void Close() {
-    MutexLock lock(&mu_);
-    closed_ = true;
-    changed_.SignalAll();
+    {
+      MutexLock lock(&mu_);
+      closed_ = true;
+    }
+    ready_.SignalAll();
+    room_.SignalAll();
   }
 
   // Stops the run: what is queued is dropped.
   void Abandon() {
-    MutexLock lock(&mu_);
-    closed_ = true;
-    batches_.clear();
-    changed_.SignalAll();
+    {
+      MutexLock lock(&mu_);
+      closed_ = true;
+      batches_.clear();
+    }
+    ready_.SignalAll();
+    room_.SignalAll();
   }
 
  private:
   const size_t capacity_;
   Mutex mu_;
-  CondVar changed_;  // a batch was pushed or popped, or the queue closed
+  CondVar ready_;  // a batch was pushed, or the queue closed
+  CondVar room_;   // a batch was popped, or the queue closed
   std::deque<InputPiece> batches_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
@@ -241,45 +258,58 @@ class InOrder {
 
   // False (and `batch` dropped) once Close() was called.
   bool Put(DoneBatch batch) {
-    MutexLock lock(&mu_);
-    while (!closed_ && batch.sequence >= next_ + window_) changed_.Wait(&mu_);
-    if (closed_) return false;
-    done_.emplace(batch.sequence, std::move(batch));
-    changed_.SignalAll();
+    bool awaited = false;
+    {
+      MutexLock lock(&mu_);
+      while (!closed_ && batch.sequence >= next_ + window_) taken_.Wait(&mu_);
+      if (closed_) return false;
+      awaited = batch.sequence == next_;
+      done_.emplace(batch.sequence, std::move(batch));
+    }
+    if (awaited) ready_.Signal();  // the writer waits for no other batch
     return true;
   }
 
   // The batch that comes next; nullopt once every one of `total` batches was taken (total is
   // known when the reader ends: see Finish) or the queue is closed.
   std::optional<DoneBatch> Next() {
-    MutexLock lock(&mu_);
-    while (!closed_ && next_ != total_ && !done_.contains(next_)) changed_.Wait(&mu_);
-    const auto it = done_.find(next_);
-    if (closed_ || it == done_.end()) return std::nullopt;
-    DoneBatch batch = std::move(it->second);
-    done_.erase(it);
-    ++next_;
-    changed_.SignalAll();
+    std::optional<DoneBatch> batch;
+    {
+      MutexLock lock(&mu_);
+      while (!closed_ && next_ != total_ && !done_.contains(next_)) ready_.Wait(&mu_);
+      const auto it = done_.find(next_);
+      if (closed_ || it == done_.end()) return std::nullopt;
+      batch = std::move(it->second);
+      done_.erase(it);
+      ++next_;
+    }
+    taken_.SignalAll();  // each scoring thread whose batch it brought within the window
     return batch;
   }
 
   // The reader made `total` batches in all.
   void Finish(uint64_t total) {
-    MutexLock lock(&mu_);
-    total_ = total;
-    changed_.SignalAll();
+    {
+      MutexLock lock(&mu_);
+      total_ = total;
+    }
+    ready_.Signal();
   }
 
   void Close() {
-    MutexLock lock(&mu_);
-    closed_ = true;
-    changed_.SignalAll();
+    {
+      MutexLock lock(&mu_);
+      closed_ = true;
+    }
+    ready_.SignalAll();
+    taken_.SignalAll();
   }
 
  private:
   const uint64_t window_;
   Mutex mu_;
-  CondVar changed_;  // a batch was put or taken, the total became known, or the queue closed
+  CondVar ready_;  // the next batch was put, the total became known, or the queue closed
+  CondVar taken_;  // a batch was taken, or the queue closed
   std::map<uint64_t, DoneBatch> done_ ABSL_GUARDED_BY(mu_);
   uint64_t next_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t total_ ABSL_GUARDED_BY(mu_) = std::numeric_limits<uint64_t>::max();
@@ -293,19 +323,24 @@ class LineNumbering {
   // The number of piece `sequence`'s first line, given that it has `lines` lines; nullopt once
   // Close() was called.
   std::optional<uint64_t> First(uint64_t sequence, uint64_t lines) {
-    MutexLock lock(&mu_);
-    while (!closed_ && next_ != sequence) counted_.Wait(&mu_);
-    if (closed_) return std::nullopt;
-    const uint64_t first = lines_ + 1;
-    lines_ += lines;
-    ++next_;
-    counted_.SignalAll();
+    uint64_t first = 0;
+    {
+      MutexLock lock(&mu_);
+      while (!closed_ && next_ != sequence) counted_.Wait(&mu_);
+      if (closed_) return std::nullopt;
+      first = lines_ + 1;
+      lines_ += lines;
+      ++next_;
+    }
+    counted_.SignalAll();  // the thread with the next piece, whichever it is
     return first;
   }
 
   void Close() {
-    MutexLock lock(&mu_);
-    closed_ = true;
+    {
+      MutexLock lock(&mu_);
+      closed_ = true;
+    }
     counted_.SignalAll();
   }
 
