@@ -223,32 +223,108 @@ bool NgramStream::PushWords(std::span<const Word> words) {
       continue;
     }
     size_t count = tokens_.size();
-    // Room for every word, so that `tokens` and the chains' view of them stay valid.
-    tokens_.reserve(count + (words.size() - i));
-    const uint64_t* const tokens = tokens_.data();
+    // Room for every word, written through a pointer and cut back to the words taken: push_back
+    // would store the vector's end and load it again for every word, as the window's byte stores
+    // may alias it. The chains' view of the tokens stays valid meanwhile.
+    tokens_.resize(count + (words.size() - i));
+    uint64_t* const tokens = tokens_.data();
     const std::span<uint8_t> recent(recent_);
+    const size_t size = recent.size();
     const uint64_t top = top_;
+    const uint64_t top_base = top_ * kBase;
     const uint32_t min_percent = options_.min_recurring_percent;
+    // Once the window is full, the share has reached its minimum where `need` of its positions
+    // recur: a comparison a word rather than a multiplication and a minimum.
+    const size_t need = (size_t{min_percent} * size + 99) / 100;
     uint64_t hash = hash_;
     Window window = window_;
     size_t number_run = number_run_;
     bool reached = false;
-    // The loop over the words, with the window's flags from `recurs(start, hash)`.
-    const auto push = [&](const auto& recurs) {
-      for (; i < words.size(); ++i) {
+    // The loop over the words before `end`, with the window's flags from `recurs(start, hash)`,
+    // until `reached_now()`; false where a number run stopped it.
+    const auto push_until = [&](size_t end, const auto& recurs, const auto& reached_now) {
+      for (; i < end; ++i) {
         const size_t run = words[i].number ? number_run + 1 : 0;
-        if (run > max_run) break;  // fires, one at a time
+        if (run > max_run) return false;  // fires, one at a time
         number_run = run;
-        tokens_.push_back(words[i].hash);
+        const uint64_t token = words[i].hash;
+        tokens[count] = token;
         ++count;
-        hash = Roll(hash, top, tokens[count - 1 - n], words[i].hash);
+        hash = Roll(hash, top, tokens[count - 1 - n], token);
         window.Add(recent, recurs(count - n, hash));
-        if (window.Reached(recent.size(), min_percent)) {
+        if (reached_now()) {
           reached = true;
           ++i;
-          break;
+          return false;
         }
       }
+      return true;
+    };
+    // The same once the window is full, where the share has reached its minimum when `need` of
+    // its positions recur, over stretches of words that fill the ring up to its end: a position
+    // then costs no test of the ring's end, and the loop keeps all it needs in registers.
+    const auto push_full = [&](const auto& recurs) {
+      while (i < words.size()) {
+        const Word* const first = words.data() + i;
+        const size_t stretch = std::min(words.size() - i, size - window.at);
+        const Word* const last = first + stretch;
+        const Word* w = first;
+        uint64_t* next = tokens + count;  // where the next token goes
+        size_t start = count + 1 - n;     // of the window the next token completes
+        uint8_t* slot = recent.data() + window.at;
+        size_t recurring = window.recurring;
+        size_t run = number_run;
+        bool stopped = false;
+        // Where the run of number words cannot pass its limit within the stretch, it is counted
+        // after the loop rather than word by word.
+        const bool count_runs = run + stretch > max_run;
+        for (; w != last; ++w) {
+          if (count_runs) {
+            const size_t longer = w->number ? run + 1 : 0;
+            if (longer > max_run) {  // fires, one at a time
+              stopped = true;
+              break;
+            }
+            run = longer;
+          }
+          *next = w->hash;
+          // Roll, with the window's leaving token taken out after the multiplication rather than
+          // before: the same hash mod 2^64, with a multiply and an add from one word's hash to
+          // the next instead of two of each.
+          hash = hash * kBase + (w->hash - next[-static_cast<std::ptrdiff_t>(n)] * top_base);
+          ++next;
+          const auto flag = static_cast<uint8_t>(recurs(start++, hash));
+          recurring -= *slot;
+          recurring += flag;
+          *slot++ = flag;
+          if (recurring >= need) {
+            reached = stopped = true;
+            ++w;
+            break;
+          }
+        }
+        if (!count_runs) {
+          const Word* v = w;
+          while (v != first && v[-1].number) --v;
+          run = (v == first ? run : 0) + static_cast<size_t>(w - v);
+        }
+        const auto took = static_cast<size_t>(w - first);
+        i += took;
+        count += took;
+        window.at += took;
+        if (window.at == size) window.at = 0;
+        window.positions += took;
+        window.recurring = recurring;
+        number_run = run;
+        if (stopped) return;
+      }
+    };
+    const auto push = [&](const auto& recurs) {
+      if (window.positions < size) {  // the window fills: its share is of the positions so far
+        const size_t end = std::min(words.size(), i + (size - window.positions));
+        if (!push_until(end, recurs, [&] { return window.Reached(size, min_percent); })) return;
+      }
+      push_full(recurs);
     };
     if (bounded_) {
       const BoundTable bound = Bound();
@@ -257,6 +333,7 @@ bool NgramStream::PushWords(std::span<const Word> words) {
       const NearChains chains = Chains();
       push([&chains](size_t start, uint64_t h) { return chains.Recurs(start, h); });
     }
+    tokens_.resize(count);
     hash_ = hash;
     window_ = window;
     number_run_ = number_run;
