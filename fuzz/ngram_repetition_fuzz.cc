@@ -109,10 +109,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     at += len;
   }
   splitter.Finish(keep);
-  RLSCORE_FUZZ_CHECK(pieces.size() == words.size());
-  for (size_t i = 0; i < words.size(); ++i) {
-    RLSCORE_FUZZ_CHECK(pieces[i].hash == words[i].hash && pieces[i].offset == words[i].offset &&
-                       pieces[i].number == words[i].number);
+  // And the same from the byte-at-a-time definition, and from blocks whose words are hashed one
+  // at a time rather than in vector lanes (where the CPU has them, NormalizedWords uses them).
+  scorers::WordSplitter bytewise(7), scalar_blocks(7);
+  scalar_blocks.UseVectorWords(false);
+  std::vector<scorers::Word> by_bytes, by_scalar_blocks;
+  const auto keep_bytes = [&by_bytes](const scorers::Word& w) { by_bytes.push_back(w); };
+  const auto keep_scalar = [&by_scalar_blocks](const scorers::Word& w) {
+    by_scalar_blocks.push_back(w);
+  };
+  bytewise.FeedBytewise(rest, keep_bytes);
+  bytewise.Finish(keep_bytes);
+  scalar_blocks.Feed(rest, keep_scalar);
+  scalar_blocks.Finish(keep_scalar);
+  for (const std::vector<scorers::Word>* other : {&pieces, &by_bytes, &by_scalar_blocks}) {
+    RLSCORE_FUZZ_CHECK(other->size() == words.size());
+    for (size_t i = 0; i < words.size(); ++i) {
+      const scorers::Word& w = (*other)[i];
+      RLSCORE_FUZZ_CHECK(w.hash == words[i].hash && w.offset == words[i].offset &&
+                         w.number == words[i].number);
+    }
   }
   // The rule over words, which takes them a run at a time (NgramStream::PushWords), against the
   // naive count of their hashes; number runs off, which the naive count does not know.

@@ -13,6 +13,10 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define RLSCORE_VECTOR_WORDS 1
+#endif
 
 #include <algorithm>
 #include <array>
@@ -473,7 +477,7 @@ uint32_t InRange(__m128i v, unsigned char lo, unsigned char hi) {
 #endif
 
 void WordSplitter::BlockOf(const char* bytes, Block* block) {
-  std::memset(block->folded + 64, 0, 8);
+  std::memset(block->folded + 64, 0, 16);
 #if defined(__SSE2__)
   // kFold, 16 bytes at a time: letters, digits and bytes from 0x80 are word bytes; A-Z fold.
   uint64_t word = 0;
@@ -511,6 +515,165 @@ void WordSplitter::BlockOf(const char* bytes, Block* block) {
   block->plain = block->leads == 0;
 #endif
 }
+
+bool WordSplitter::CpuHasVectorWords() {
+#if defined(RLSCORE_VECTOR_WORDS)
+  static const bool has = [] {
+    __builtin_cpu_init();  // may run before main, from another static's initialiser
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vbmi") &&
+           __builtin_cpu_supports("avx512vbmi2");
+  }();
+  return has;
+#else
+  return false;
+#endif
+}
+
+Word WordSplitter::WordInBlock(const Block& block, unsigned begin, unsigned length, size_t offset) {
+  using ngram_internal::FirstBytes;
+  using ngram_internal::Mix;
+  // Begin, then Add of each byte (a Flush every eight), then End.
+  uint64_t hash = ngram_internal::kWordSeed;
+  unsigned at = begin;
+  for (; at + 8 <= begin + length; at += 8) {
+    uint64_t chunk;
+    std::memcpy(&chunk, block.folded + at, 8);
+    hash = Mix(hash ^ chunk);
+  }
+  uint64_t rest;
+  std::memcpy(&rest, block.folded + at, 8);
+  rest &= FirstBytes(begin + length - at);
+  const bool number = (~block.digit >> begin & ((uint64_t{1} << length) - 1)) == 0;
+  return Word{Mix(hash ^ rest ^ (static_cast<uint64_t>(length) << 56)), offset + begin, number};
+}
+
+#if defined(RLSCORE_VECTOR_WORDS)
+// GCC 12's AVX-512 intrinsics start some results from an undefined vector, which it then warns
+// may be used uninitialised; none is.
+#if !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+namespace {
+
+#define RLSCORE_AVX512 \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vbmi,avx512vbmi2")))
+
+// Mix in each 64-bit lane.
+RLSCORE_AVX512 inline __m512i MixLanes(__m512i x) {
+  x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 30));
+  x = _mm512_mullo_epi64(x, _mm512_set1_epi64(static_cast<int64_t>(0xbf58476d1ce4e5b9ULL)));
+  x = _mm512_xor_si512(x, _mm512_srli_epi64(x, 27));
+  x = _mm512_mullo_epi64(x, _mm512_set1_epi64(static_cast<int64_t>(0x94d049bb133111ebULL)));
+  return _mm512_xor_si512(x, _mm512_srli_epi64(x, 31));
+}
+
+}  // namespace
+
+// The layout the words are written in, eight at a time.
+static_assert(sizeof(Word) == 24 && offsetof(Word, offset) == 8 && offsetof(Word, number) == 16);
+
+// Eight words at a time, a word to a 64-bit lane, as ShortWord does one: its first eight bytes
+// and the up to eight after them are picked from the block's folded bytes by a byte permutation
+// (the indices past a word's end are masked out, so they may wrap), then hashed in the lanes.
+// A word of 16 bytes or more, rare in text, is hashed again on its own (WordInBlock).
+RLSCORE_AVX512 size_t WordSplitter::InnerWords(const Block& block, uint64_t starts, uint64_t ends,
+                                               size_t offset, Word* out) {
+  alignas(64) static constexpr std::array<uint8_t, 64> kIota = [] {
+    std::array<uint8_t, 64> iota{};
+    for (int k = 0; k < 64; ++k) iota[k] = static_cast<uint8_t>(k);
+    return iota;
+  }();
+  const __m512i iota = _mm512_load_si512(kIota.data());
+  // Qword l of vector v of eight Words is field (8v + l) % 3 of word (8v + l) / 3: its lane in
+  // the hashes (0-7) or offsets (8-15), or, where number_lanes has its bit, in the numbers.
+  struct Layout {
+    alignas(64) std::array<int64_t, 8> hash_offset[3];
+    alignas(64) std::array<int64_t, 8> word[3];
+    __mmask8 number_lanes[3];
+  };
+  static constexpr Layout kLayout = [] {
+    Layout layout{};
+    for (int v = 0; v < 3; ++v) {
+      layout.number_lanes[v] = 0;
+      for (int l = 0; l < 8; ++l) {
+        const int q = 8 * v + l;
+        layout.word[v][l] = q / 3;
+        layout.hash_offset[v][l] = q % 3 == 1 ? 8 + q / 3 : q / 3;
+        if (q % 3 == 2) layout.number_lanes[v] |= static_cast<__mmask8>(1 << l);
+      }
+    }
+    return layout;
+  }();
+  alignas(64) uint8_t first_bytes[64];
+  alignas(64) uint8_t last_bytes[64];
+  _mm512_store_si512(first_bytes, _mm512_maskz_compress_epi8(starts, iota));
+  _mm512_store_si512(last_bytes, _mm512_maskz_compress_epi8(ends, iota));
+  const auto count = static_cast<size_t>(std::popcount(starts));
+  const __m512i folded = _mm512_loadu_si512(block.folded);
+  // Byte k of each lane: k, for the first chunk; a lane's byte 0 copied to all eight.
+  const __m512i within = _mm512_set1_epi64(0x0706050403020100LL);
+  const __m512i spread =
+      _mm512_set_epi8(8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8, 0, 0,
+                      0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8,
+                      8, 8, 8, 8, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i eight = _mm512_set1_epi8(8);
+  const __m512i seed = _mm512_set1_epi64(static_cast<int64_t>(ngram_internal::kWordSeed));
+  const __m512i ones = _mm512_set1_epi64(-1);
+  const __m512i not_digits = _mm512_set1_epi64(static_cast<int64_t>(~block.digit));
+  const __m512i base = _mm512_set1_epi64(static_cast<int64_t>(offset));
+  for (size_t g = 0; g < count; g += 8) {
+    const __m512i begin =
+        _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(first_bytes + g)));
+    const __m512i last =
+        _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(last_bytes + g)));
+    const __m512i length = _mm512_add_epi64(_mm512_sub_epi64(last, begin), _mm512_set1_epi64(1));
+    const __m512i index = _mm512_add_epi8(_mm512_shuffle_epi8(begin, spread), within);
+    const __m512i lengths = _mm512_shuffle_epi8(length, spread);
+    const __m512i first =
+        _mm512_maskz_permutexvar_epi8(_mm512_cmplt_epu8_mask(within, lengths), index, folded);
+    const __m512i second = _mm512_maskz_permutexvar_epi8(
+        _mm512_cmplt_epu8_mask(_mm512_add_epi8(within, eight), lengths),
+        _mm512_add_epi8(index, eight), folded);
+    const __mmask8 two = _mm512_cmpge_epu64_mask(length, _mm512_set1_epi64(8));
+    const __m512i hash = _mm512_mask_mov_epi64(seed, two, MixLanes(_mm512_xor_si512(seed, first)));
+    const __m512i tail = _mm512_mask_mov_epi64(first, two, second);
+    const __m512i words =
+        MixLanes(_mm512_xor_si512(_mm512_xor_si512(hash, tail), _mm512_slli_epi64(length, 56)));
+    const __mmask8 numbers =
+        _mm512_testn_epi64_mask(_mm512_srlv_epi64(not_digits, begin),
+                                _mm512_andnot_si512(_mm512_sllv_epi64(ones, length), ones));
+    // The eight Words, 24 bytes each (hash, offset, number), laid out in three vectors.
+    const __m512i fields[3] = {words, _mm512_add_epi64(base, begin),
+                               _mm512_maskz_mov_epi64(numbers, _mm512_set1_epi64(1))};
+    auto* const bytes = reinterpret_cast<char*>(out + g);
+    for (int v = 0; v < 3; ++v) {
+      const __m512i taken = _mm512_permutex2var_epi64(
+          fields[0], _mm512_load_si512(kLayout.hash_offset[v].data()), fields[1]);
+      _mm512_storeu_si512(
+          bytes + 64 * v,
+          _mm512_mask_permutexvar_epi64(taken, kLayout.number_lanes[v],
+                                        _mm512_load_si512(kLayout.word[v].data()), fields[2]));
+    }
+    const size_t lanes = std::min<size_t>(8, count - g);
+    for (unsigned long_words =
+             _mm512_cmpge_epu64_mask(length, _mm512_set1_epi64(16)) & ((1u << lanes) - 1);
+         long_words != 0; long_words &= long_words - 1) {
+      const auto k = static_cast<size_t>(std::countr_zero(long_words));
+      out[g + k] = WordInBlock(block, first_bytes[g + k],
+                               last_bytes[g + k] - first_bytes[g + k] + 1u, offset);
+    }
+  }
+  return count;
+}
+#undef RLSCORE_AVX512
+#if !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#else
+size_t WordSplitter::InnerWords(const Block&, uint64_t, uint64_t, size_t, Word*) { return 0; }
+#endif
 
 unsigned WordSplitter::TakeThreeByteCharacters(Block* block, const char* bytes, size_t available) {
   // FeedBytes reads each lead byte with the two bytes after it when both continue it, else keeps
@@ -594,21 +757,29 @@ TextNgramReport FindRepeatedWordsInText(std::string_view text, const NgramOption
   // the table doubles as a long clean text needs.
   stream.Reserve(std::min(text.size(), 4 * kPiece) / 4);
   // A piece's words, split before they are pushed: the split and the rule each run in a loop of
-  // their own, which keeps each one's state in registers. Room for a word every two bytes, about
-  // the most a piece holds; the buffer is kept from call to call.
-  thread_local std::vector<Word> piece;
-  piece.reserve(kPiece / 2 + 1);
-  const auto keep = [](const Word& w) { piece.push_back(w); };
+  // their own, which keeps each one's state in registers. Written through a pointer into room for
+  // the most a piece can hold (a word ending at each of its bytes or at the character the piece
+  // before ended inside, and one that Finish ends) and a block's room past them: a vector's
+  // push_back would store its end and load it again for every word. Kept from call to call.
+  thread_local std::vector<Word> piece(kPiece + 4 + WordSplitter::kBlockWords);
+  struct Sink {
+    Word* end;
+    void operator()(const Word& w) { *end++ = w; }
+    Word* Room() const { return end; }
+    void Took(size_t count) { end += count; }
+  } sink{piece.data()};
+  const auto push = [&stream, &sink] {
+    stream.PushWords(std::span<const Word>(piece.data(), sink.end));
+    sink.end = piece.data();
+  };
   WordSplitter splitter;
   for (size_t at = 0; at < text.size() && !stream.fired(); at += kPiece) {
-    piece.clear();
-    splitter.Feed(text.substr(at, kPiece), keep);
-    stream.PushWords(piece);
+    splitter.Feed(text.substr(at, kPiece), sink);
+    push();
   }
   if (!stream.fired()) {
-    piece.clear();
-    splitter.Finish(keep);
-    stream.PushWords(piece);
+    splitter.Finish(sink);
+    push();
   }
   TextNgramReport out{.report = stream.report()};
   KeepStorage(std::move(stream));

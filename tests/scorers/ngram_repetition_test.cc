@@ -845,10 +845,63 @@ TEST(FindRepeatedWordsInText, MatchesSplittingFirst) {
   EXPECT_GT(fired, 150);  // the loops and runs above do fire, under both rules
 }
 
+// Pieces as dense in words as text can be, a word ending every other byte or closer (one-letter
+// words, ideographs that are words of their own, glued to letters), read with the rule that
+// never fires, so that every word of every piece is pushed, and with the loop rule, whose verdict
+// must be the two-step scan's.
+TEST(FindRepeatedWordsInText, TakesTheDensestPieces) {
+  std::mt19937_64 rng(29);
+  for (int k = 0; k < 20; ++k) {
+    std::string text;
+    while (text.size() < 5 * 4096 + rng() % 4096) {
+      if (rng() % 2 == 0) {
+        text += static_cast<char>('a' + rng() % 26);
+        text += rng() % 3 == 0 ? "" : rng() % 2 == 0 ? " " : ".";
+      } else {
+        const auto code = static_cast<uint32_t>(0x4E00 + rng() % 20000);
+        text += static_cast<char>(0xE0 | (code >> 12));
+        text += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+        text += static_cast<char>(0x80 | (code & 0x3F));
+      }
+    }
+    const std::vector<Word> words = NormalizedWords(text);
+    ASSERT_GT(words.size(), text.size() / 3) << k;
+    NgramOptions options;
+    options.rule = NgramRule::kLiteral;
+    options.max_occurrences = std::numeric_limits<uint32_t>::max();
+    EXPECT_EQ(FindRepeatedWords(words, options).fired, false);
+    EXPECT_EQ(FindRepeatedWordsInText(text, options).report.fired, false);
+    // The loop rule's verdict on the same text, both ways.
+    const NgramReport want = FindRepeatedWords(words, NgramOptions{});
+    const TextNgramReport got = FindRepeatedWordsInText(text, NgramOptions{});
+    ASSERT_EQ(got.report.fired, want.fired) << k;
+    if (want.fired) {
+      EXPECT_EQ(got.report.token_offset, want.token_offset) << k;
+    }
+  }
+}
+
+// A sink of words in memory, which takes a block's words at once (WordSplitter::Feed).
+class WordSink {
+ public:
+  explicit WordSink(std::vector<Word>* words) : words_(words) {}
+  void operator()(const Word& w) { words_->push_back(w); }
+  Word* Room() {
+    words_->resize(words_->size() + WordSplitter::kBlockWords);
+    return words_->data() + words_->size() - WordSplitter::kBlockWords;
+  }
+  void Took(size_t count) { words_->resize(words_->size() - WordSplitter::kBlockWords + count); }
+
+ private:
+  std::vector<Word>* words_;
+};
+
 // Feed takes 64 bytes at a time where it can, and gives exactly the words of its byte-at-a-time
-// definition: long texts of every byte class (runs longer than a block and than a hash chunk;
-// three-byte characters that separate words, that are word bytes, or that are words of their
-// own, and broken sequences), cut into pieces of every size around the blocks.
+// definition, whether it hashes a block's words in vector lanes (where the CPU has them) or one
+// at a time, and whether it hands them over one by one or into a sink's memory: long texts of
+// every byte class (runs longer than a block and than a hash chunk; three-byte characters that
+// separate words, that are word bytes, or that are words of their own, and broken sequences), cut
+// into pieces of every size around the blocks.
 TEST(WordSplitter, BlocksGiveTheBytewiseWords) {
   std::mt19937_64 rng(7);
   static const char* const kParts[] = {"a",
@@ -891,23 +944,33 @@ TEST(WordSplitter, BlocksGiveTheBytewiseWords) {
       if (part[1] != '\0') text += part + 1;
     }
     const size_t base = rng() % 1000;
-    std::vector<Word> blocks, bytes;
-    WordSplitter by_blocks(base), bytewise(base);
+    std::vector<Word> blocks, scalar_blocks, sunk, bytes;
+    WordSplitter by_blocks(base), by_scalar_blocks(base), into_sink(base), bytewise(base);
+    by_scalar_blocks.UseVectorWords(false);
     const auto keep_blocks = [&blocks](const Word& w) { blocks.push_back(w); };
+    const auto keep_scalar_blocks = [&scalar_blocks](const Word& w) { scalar_blocks.push_back(w); };
     const auto keep_bytes = [&bytes](const Word& w) { bytes.push_back(w); };
+    WordSink sink(&sunk);
     for (size_t at = 0; at < text.size();) {
       const size_t len = std::min<size_t>(text.size() - at, rng() % 200);
-      by_blocks.Feed(std::string_view(text).substr(at, len), keep_blocks);
-      bytewise.FeedBytewise(std::string_view(text).substr(at, len), keep_bytes);
+      const std::string_view piece = std::string_view(text).substr(at, len);
+      by_blocks.Feed(piece, keep_blocks);
+      by_scalar_blocks.Feed(piece, keep_scalar_blocks);
+      into_sink.Feed(piece, sink);
+      bytewise.FeedBytewise(piece, keep_bytes);
       at += len;
     }
     by_blocks.Finish(keep_blocks);
+    by_scalar_blocks.Finish(keep_scalar_blocks);
+    into_sink.Finish(sink);
     bytewise.Finish(keep_bytes);
-    ASSERT_EQ(blocks.size(), bytes.size()) << text;
-    for (size_t i = 0; i < bytes.size(); ++i) {
-      ASSERT_EQ(blocks[i].hash, bytes[i].hash) << i << " " << text;
-      ASSERT_EQ(blocks[i].offset, bytes[i].offset) << i << " " << text;
-      ASSERT_EQ(blocks[i].number, bytes[i].number) << i << " " << text;
+    for (const std::vector<Word>* got : {&blocks, &scalar_blocks, &sunk}) {
+      ASSERT_EQ(got->size(), bytes.size()) << text;
+      for (size_t i = 0; i < bytes.size(); ++i) {
+        ASSERT_EQ((*got)[i].hash, bytes[i].hash) << i << " " << text;
+        ASSERT_EQ((*got)[i].offset, bytes[i].offset) << i << " " << text;
+        ASSERT_EQ((*got)[i].number, bytes[i].number) << i << " " << text;
+      }
     }
   }
 }
