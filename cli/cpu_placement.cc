@@ -1,30 +1,39 @@
 // Start-up placement of the scoring threads (see cpu_placement.h).
 #include "cli/cpu_placement.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 namespace rlscore::cli {
 
-int StartOnOwnCpu(unsigned index, unsigned threads) {
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
-  const auto count = static_cast<unsigned>(CPU_COUNT(&allowed));
-  if (count < 2 || threads < count) return -1;
-  unsigned wanted = index % count;
+CpuPlacement::CpuPlacement(unsigned threads) {
+  CPU_ZERO(&allowed_);
+  if (sched_getaffinity(0, sizeof allowed_, &allowed_) != 0) return;
+  const auto count = static_cast<unsigned>(CPU_COUNT(&allowed_));
+  if (count >= 2 && threads >= count) count_ = count;
+}
+
+int CpuPlacement::Place(std::thread& thread, unsigned index) {
+  if (count_ == 0) return -1;
+  unsigned wanted = index % count_;
   int cpu = 0;
   for (;; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed) && wanted-- == 0) break;
+    if (CPU_ISSET(cpu, &allowed_) && wanted-- == 0) break;
   }
   cpu_set_t one;
   CPU_ZERO(&one);
   CPU_SET(cpu, &one);
-  // Returns once the thread runs on `cpu`: the kernel migrates a running thread before it answers.
-  if (sched_setaffinity(0, sizeof one, &one) != 0) return -1;
-  const int placed = sched_getcpu();
-  // The thread's own mask of a moment ago, which the kernel accepted then.
-  sched_setaffinity(0, sizeof allowed, &allowed);
-  return placed;
+  return pthread_setaffinity_np(thread.native_handle(), sizeof one, &one) == 0 ? cpu : -1;
+}
+
+int CpuPlacement::Release() {
+  placed_.wait();
+  if (count_ == 0) return -1;
+  const int cpu = sched_getcpu();
+  // The creating thread's mask, which the kernel accepted for it; a thread that Place could not
+  // restrict has it already.
+  sched_setaffinity(0, sizeof allowed_, &allowed_);
+  return cpu;
 }
 
 }  // namespace rlscore::cli

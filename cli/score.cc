@@ -408,9 +408,10 @@ class ScoreRun {
       pipeline->in_order.Finish(pieces);
     });
     std::vector<std::thread> scoring;
+    CpuPlacement placement(scorer_->InProcess() ? threads : 0);
     for (unsigned t = 0; t < threads; ++t) {
-      scoring.emplace_back([this, pipeline, batch_size, t, threads] {
-        if (scorer_->InProcess()) StartOnOwnCpu(t, threads);
+      scoring.emplace_back([this, pipeline, batch_size, &placement] {
+        placement.Release();
         RolloutReader rollouts(flags_.fields);
         PieceBuffer buffer;
         std::vector<PieceLine> lines;
@@ -431,7 +432,9 @@ class ScoreRun {
           if (!pipeline->in_order.Put(std::move(done))) return;
         }
       });
+      placement.Place(scoring.back(), t);
     }
+    placement.Done();
     bool ok = true;
     uint64_t bytes = 0, lines = 0;
     while (std::optional<DoneBatch> batch = pipeline->in_order.Next()) {

@@ -24,65 +24,82 @@ std::vector<int> Cpus(const cpu_set_t& set) {
   return cpus;
 }
 
-// Runs `body` on a thread of its own, so that the test's thread keeps its CPUs.
-template <typename Body>
-void OnThread(Body body) {
-  std::thread thread(body);
-  thread.join();
+// Creates `threads` threads from a thread of its own (so that the test's thread keeps its CPUs),
+// placed by a CpuPlacement made there, with `mask` (if given) as that thread's; returns what each
+// Release answered and whether each had every CPU of the creating thread again after it.
+struct Started {
+  std::vector<int> cpus;
+  std::vector<char> released;  // not vector<bool>, whose bits the threads would share
+};
+Started Start(unsigned threads, const cpu_set_t* mask = nullptr) {
+  Started started{std::vector<int>(threads, -2), std::vector<char>(threads, 0)};
+  std::thread creator([&] {
+    if (mask != nullptr) {
+      ASSERT_EQ(sched_setaffinity(0, sizeof *mask, mask), 0);
+    }
+    const cpu_set_t creating = Allowed();
+    CpuPlacement placement(threads);
+    std::vector<std::thread> workers;
+    for (unsigned t = 0; t < threads; ++t) {
+      workers.emplace_back([&, t] {
+        started.cpus[t] = placement.Release();
+        const cpu_set_t after = Allowed();
+        started.released[t] = CPU_EQUAL(&creating, &after);
+      });
+      placement.Place(workers.back(), t);
+    }
+    placement.Done();
+    for (std::thread& w : workers) w.join();
+  });
+  creator.join();
+  return started;
 }
 
-TEST(StartOnOwnCpu, PutsEachOfThreadsThatFillTheCpusOnItsOwn) {
+TEST(CpuPlacement, PutsEachOfThreadsThatFillTheCpusOnItsOwn) {
   const std::vector<int> cpus = Cpus(Allowed());
   if (cpus.size() < 2) GTEST_SKIP() << "this process may run on one CPU only";
-  const auto threads = static_cast<unsigned>(cpus.size());
-  for (unsigned index = 0; index < threads + 2; ++index) {
-    OnThread([&] {
-      const cpu_set_t before = Allowed();
-      EXPECT_EQ(StartOnOwnCpu(index, threads), cpus[index % threads]) << "thread " << index;
-      const cpu_set_t after = Allowed();
-      EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "thread " << index << " was left pinned";
-    });
+  const auto threads = static_cast<unsigned>(cpus.size()) + 2;
+  const Started started = Start(threads);
+  for (unsigned t = 0; t < threads; ++t) {
+    EXPECT_EQ(started.cpus[t], cpus[t % cpus.size()]) << "thread " << t;
+    EXPECT_TRUE(started.released[t]) << "thread " << t << " was left pinned";
   }
 }
 
-TEST(StartOnOwnCpu, CountsOnlyTheCpusTheThreadMayRunOn) {
+TEST(CpuPlacement, CountsOnlyTheCpusTheCreatorMayRunOn) {
   const std::vector<int> cpus = Cpus(Allowed());
   if (cpus.size() < 3) GTEST_SKIP() << "needs 3 CPUs to leave one out";
-  OnThread([&] {
-    // The last two CPUs only: thread 3 of 2 starts on the second of them.
-    cpu_set_t two;
-    CPU_ZERO(&two);
-    CPU_SET(cpus[cpus.size() - 2], &two);
-    CPU_SET(cpus.back(), &two);
-    ASSERT_EQ(sched_setaffinity(0, sizeof two, &two), 0);
-    EXPECT_EQ(StartOnOwnCpu(3, 2), cpus.back());
-    const cpu_set_t after = Allowed();
-    EXPECT_TRUE(CPU_EQUAL(&two, &after));
-  });
+  // The last two CPUs only: thread 3 of 4 starts on the second of them.
+  cpu_set_t two;
+  CPU_ZERO(&two);
+  CPU_SET(cpus[cpus.size() - 2], &two);
+  CPU_SET(cpus.back(), &two);
+  const Started started = Start(4, &two);
+  EXPECT_EQ(started.cpus[3], cpus.back());
+  EXPECT_EQ(started.cpus[0], cpus[cpus.size() - 2]);
+  for (const char released : started.released) EXPECT_TRUE(released);
 }
 
-TEST(StartOnOwnCpu, LeavesThreadsAloneWhereCpusAreToSpare) {
+TEST(CpuPlacement, LeavesThreadsAloneWhereCpusAreToSpare) {
   const std::vector<int> cpus = Cpus(Allowed());
   if (cpus.size() < 2) GTEST_SKIP() << "this process may run on one CPU only";
-  OnThread([&] {
-    const cpu_set_t before = Allowed();
-    EXPECT_EQ(StartOnOwnCpu(0, static_cast<unsigned>(cpus.size()) - 1), -1);
-    const cpu_set_t after = Allowed();
-    EXPECT_TRUE(CPU_EQUAL(&before, &after));
-  });
+  const Started started = Start(static_cast<unsigned>(cpus.size()) - 1);
+  for (size_t t = 0; t < started.cpus.size(); ++t) {
+    EXPECT_EQ(started.cpus[t], -1) << "thread " << t;
+    EXPECT_TRUE(started.released[t]) << "thread " << t;
+  }
 }
 
-TEST(StartOnOwnCpu, LeavesAThreadThatMayRunOnOneCpuAlone) {
-  OnThread([] {
-    const std::vector<int> cpus = Cpus(Allowed());
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpus.back(), &one);
-    ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
-    EXPECT_EQ(StartOnOwnCpu(1, 8), -1);
-    const cpu_set_t after = Allowed();
-    EXPECT_TRUE(CPU_EQUAL(&one, &after));
-  });
+TEST(CpuPlacement, LeavesThreadsThatMayRunOnOneCpuAlone) {
+  const std::vector<int> cpus = Cpus(Allowed());
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpus.back(), &one);
+  const Started started = Start(8, &one);
+  for (size_t t = 0; t < started.cpus.size(); ++t) {
+    EXPECT_EQ(started.cpus[t], -1) << "thread " << t;
+    EXPECT_TRUE(started.released[t]) << "thread " << t;
+  }
 }
 
 }  // namespace
