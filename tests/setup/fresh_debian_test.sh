@@ -60,13 +60,6 @@ if [ -r /etc/ssl/certs/ca-certificates.crt ]; then
   extra_ca=(NODE_EXTRA_CA_CERTS=/host-ca.crt)
 fi
 
-# Ports nobody else on this machine holds: the other tests run beside this one.
-read -r port metrics_port < <(/usr/bin/python3 -c '
-import socket
-s = [socket.socket() for _ in range(2)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(*[x.getsockname()[1] for x in s])')
-
 log=$work/run.log
 start=$(date +%s)
 # The new user's session: a login shell in the root, with only the proxy settings of this one.
@@ -80,14 +73,20 @@ env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/r
     mount -t proc proc "$root/proc"
     mount --rbind /sys "$root/sys"
     exec chroot "$root" /bin/bash -c "cd /src && exec scripts/run.sh \"\$@\"" run "$@"
-  ' fresh "$root" "--listen-address=127.0.0.1:$port" "--metrics-address=127.0.0.1:$metrics_port" \
+  ' fresh "$root" --listen-address=127.0.0.1:0 --metrics-address=127.0.0.1:0 \
   </dev/null >"$log" 2>&1 &
 server_pid=$!
 
-# Set-up and the build take minutes; the server is up when it answers SERVING.
-health() { "$client" health "--address=127.0.0.1:$port" --timeout-secs=5 2>/dev/null; }
+# Set-up and the build take minutes; the server is up when it answers SERVING. It binds free ports
+# itself (port 0) and logs them: a port picked here and released could be taken by a server of a
+# test running beside this one during those minutes, and answer in place of this one.
+health() {
+  local port
+  port=$(sed -n 's/.*serving rlscore\.v1 on [^ ]* (port \([0-9]*\)).*/\1/p' "$log" 2>/dev/null | head -n 1)
+  [ -n "$port" ] && "$client" health "--address=127.0.0.1:$port" --timeout-secs=5 2>/dev/null
+}
 deadline=$((start + 1500))
-until health >/dev/null; do
+until served=$(health); do
   if ! kill -0 "$server_pid" 2>/dev/null; then
     echo "fresh_debian_test: scripts/run.sh exited before the server answered SERVING:" >&2
     tail -n 40 "$log" >&2
@@ -101,7 +100,7 @@ until health >/dev/null; do
   sleep 2
 done
 echo "fresh_debian_test: scripts/run.sh set up, built and served in $(( $(date +%s) - start )) s"
-health
+echo "$served"
 grep -E '^setup: installing|^fetch_sources: ' "$log" | cut -c1-200
 
 # SIGTERM to the server: unshare's child, the PID namespace's first process, which run.sh's
