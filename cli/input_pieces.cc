@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <new>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -229,18 +231,36 @@ absl::Status ReadPieces(int fd, PieceSize size, const std::function<bool(InputPi
   return ReadChunks(fd, &cutter);
 }
 
+PieceBuffer::~PieceBuffer() {
+  if (data_ != nullptr) munmap(data_, capacity_);
+}
+
 char* PieceBuffer::Reserve(size_t bytes) {
-  if (bytes > capacity_) {
-    // Pieces differ in size by a line or so: room for an eighth more, or half again as much as
-    // before, so that few pieces reallocate. The old buffer goes first, so that the new one can
-    // take its pages rather than new ones (each new page is a page fault).
-    const size_t capacity = std::max(bytes + bytes / 8, capacity_ + capacity_ / 2);
-    data_.reset();
-    capacity_ = 0;
-    data_ = std::make_unique_for_overwrite<char[]>(capacity);
-    capacity_ = capacity;
-  }
-  return data_.get();
+  if (bytes <= capacity_) return data_;
+  // Pieces differ in size by a line or so: room for an eighth more, or half again as much as
+  // before, so that few pieces remap.
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t wanted = std::max(bytes + bytes / 8, capacity_ + capacity_ / 2);
+  const size_t capacity = (wanted + kHugePage - 1) / kHugePage * kHugePage;
+  if (data_ != nullptr) munmap(data_, capacity_);
+  data_ = nullptr;
+  capacity_ = 0;
+  // A huge page backs only an aligned 2 MiB: map a huge page more than needed and give back
+  // what lies outside the aligned range. MADV_HUGEPAGE goes before the first touch; where the
+  // kernel has huge pages off it fails, and the memory is small pages as before.
+  const size_t mapped = capacity + kHugePage;
+  void* map = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (map == MAP_FAILED) throw std::bad_alloc();
+  char* const start = static_cast<char*>(map);
+  char* const aligned = reinterpret_cast<char*>(
+      (reinterpret_cast<uintptr_t>(start) + kHugePage - 1) & ~(uintptr_t{kHugePage} - 1));
+  if (aligned > start) munmap(start, static_cast<size_t>(aligned - start));
+  const size_t after = static_cast<size_t>(start + mapped - (aligned + capacity));
+  if (after > 0) munmap(aligned + capacity, after);
+  madvise(aligned, capacity, MADV_HUGEPAGE);
+  data_ = aligned;
+  capacity_ = capacity;
+  return data_;
 }
 
 std::string_view LoadPiece(const InputPiece& piece, PieceBuffer* buffer) {

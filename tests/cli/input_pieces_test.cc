@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <future>
 #include <random>
 #include <string>
@@ -169,6 +171,25 @@ TEST(InputPieces, APieceWhoseFileCannotBeReadIsTheMappingsView) {
     joined += loaded;
   }
   EXPECT_EQ(joined, content);
+}
+
+// A piece buffer is whole 2 MiB pages aligned to one, which the kernel can back with huge pages,
+// writable to its end; it keeps its memory while pieces fit and maps more when one does not.
+TEST(PieceBuffer, IsWholeAlignedHugePagesThatGrow) {
+  constexpr size_t kHugePage = size_t{2} << 20;
+  PieceBuffer buffer;
+  char* const first = buffer.Reserve(1000);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % kHugePage, 0u);
+  std::memset(first, 'a', kHugePage);
+  EXPECT_EQ(buffer.Reserve(kHugePage), first);
+  EXPECT_EQ(first[kHugePage - 1], 'a');
+  // 3 MiB and an eighth more take two huge pages.
+  char* const grown = buffer.Reserve(3 << 20);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(grown) % kHugePage, 0u);
+  std::memset(grown, 'b', 2 * kHugePage);
+  EXPECT_EQ(buffer.Reserve(2 * kHugePage), grown);
+  EXPECT_EQ(grown[2 * kHugePage - 1], 'b');
 }
 
 // Lines longer than the window in which the reader looks for the end of a piece.
