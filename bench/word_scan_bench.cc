@@ -12,12 +12,11 @@
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "bench/completions_file.h"
 #include "bench/realistic_text.h"
 #include "scorers/ngram_repetition.h"
 
@@ -95,20 +94,6 @@ BENCHMARK_CAPTURE(BM_RepeatedWordsInText, ascii, Script::kAscii);
 BENCHMARK_CAPTURE(BM_RepeatedWordsInText, punctuated, Script::kPunctuated);
 BENCHMARK_CAPTURE(BM_RepeatedWordsInText, chinese, Script::kChinese);
 
-// The completions of a JSONL file; false when it cannot be read.
-bool ReadCompletions(const std::string& path, std::vector<std::string>* texts) {
-  std::ifstream in(path);
-  if (!in) return false;
-  std::string line;
-  while (std::getline(in, line)) {
-    const nlohmann::json row = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
-    if (row.is_object() && row.contains("completion") && row["completion"].is_string()) {
-      texts->push_back(row["completion"].get<std::string>());
-    }
-  }
-  return !texts->empty();
-}
-
 }  // namespace
 }  // namespace rlscore::scorers
 
@@ -120,7 +105,7 @@ int main(int argc, char** argv) {
     const std::string_view arg = argv[i];
     if (arg.starts_with("--texts=")) {
       const std::string path(arg.substr(8));
-      if (!rlscore::scorers::ReadCompletions(path, &texts)) {
+      if (!rlscore::bench::ReadCompletions(path, &texts)) {
         std::fprintf(stderr, "word_scan_bench: no completions read from %s\n", path.c_str());
         return 1;
       }

@@ -1,12 +1,15 @@
 // The AST repetition detector (scorers/ast/ast_repetition.h): Markdown block structure and code
 // clones parsed with tree-sitter, on any reasoning text, with the thresholds from the first byte
 // (low ones reach the clone comparison on small inputs). It must end within its byte, work and
-// node budgets and report offsets inside the text.
+// node budgets and report offsets inside the text; and its text pass (ScanStructure) must find
+// the same with AVX-512 as with the portable code.
 #include <cstddef>
 #include <cstdint>
+#include <tuple>
 
 #include "fuzz/fuzz_input.h"
 #include "scorers/ast/ast_repetition.h"
+#include "scorers/ast/markdown_lines.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace rlscore;
@@ -36,5 +39,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // report within budget spent no more than it.
   RLSCORE_FUZZ_CHECK((report.skipped == scorers::ast::AstBudget::kWork) ==
                      (report.parse_work > options.max_parse_work));
+
+  using scorers::ast::ScanIsa;
+  const scorers::ast::LineScan best = scorers::ast::ScanStructure(reasoning, ScanIsa::kBest);
+  const scorers::ast::LineScan portable =
+      scorers::ast::ScanStructure(reasoning, ScanIsa::kPortable);
+  RLSCORE_FUZZ_CHECK(best.lines.size() == portable.lines.size() &&
+                     best.fences.size() == portable.fences.size() &&
+                     best.blocks.size() == portable.blocks.size());
+  for (size_t i = 0; i < best.lines.size(); ++i) {
+    const scorers::ast::Line& a = best.lines[i];
+    const scorers::ast::Line& b = portable.lines[i];
+    RLSCORE_FUZZ_CHECK(std::tie(a.begin, a.end, a.content_begin, a.fingerprint, a.blank) ==
+                       std::tie(b.begin, b.end, b.content_begin, b.fingerprint, b.blank));
+  }
+  for (size_t i = 0; i < best.blocks.size(); ++i) {
+    const scorers::ast::TextBlock& a = best.blocks[i];
+    const scorers::ast::TextBlock& b = portable.blocks[i];
+    RLSCORE_FUZZ_CHECK(std::tie(a.first_line, a.end_line, a.fingerprint, a.raw_size) ==
+                       std::tie(b.first_line, b.end_line, b.fingerprint, b.raw_size));
+  }
   return 0;
 }

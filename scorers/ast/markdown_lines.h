@@ -37,7 +37,12 @@ struct Line {
   size_t end = 0;    // offset of its '\n' (or of the end of the text); a '\r' before it is content
   uint64_t key = 0;  // hash of the normalised content; equal for equal normalised content
   uint32_t normalized_size = 0;  // bytes of normalised content; 0 for a blank line
-  bool in_fence = false;         // a fence's delimiter or content line
+  // Where the content starts: after the block markers on a prose line; at `begin` on any other.
+  size_t content_begin = 0;
+  // LineFingerprint of the content from content_begin (a code line's as code); 0 for a line
+  // without content.
+  uint64_t fingerprint = 0;
+  bool in_fence = false;  // a fence's delimiter or content line
   // No content: whitespace only, or (outside fences) whitespace and `*` after the block markers;
   // a fence's delimiters. Blank prose lines separate blocks.
   bool blank = false;
@@ -83,9 +88,15 @@ struct LineScan {
 // Mixes `value` into the running hash `h` (order-sensitive, 64-bit).
 uint64_t MixHash(uint64_t h, uint64_t value);
 
+// Which code scans: AVX-512 where the CPU has it (with VBMI; CpuHasVectorScan), else the portable
+// code (kBest); or the portable code always. Both give exactly the same results; tests compare
+// them.
+enum class ScanIsa { kBest, kPortable };
+bool CpuHasVectorScan();
+
 // The lines, fences and blocks with their fingerprints and raw sizes, no keys: one cheap pass.
 // Pure; O(text.size()). Offsets are relative to `text`.
-LineScan ScanStructure(std::string_view text);
+LineScan ScanStructure(std::string_view text, ScanIsa isa = ScanIsa::kBest);
 
 // Normalises the lines of blocks[block] (math state starts afresh: spans never cross blocks) and
 // sets their keys and sizes and the block's. Does nothing the second time.
@@ -99,7 +110,8 @@ LineScan ScanLines(std::string_view text);
 // first must always equal (it takes 64 bytes at a time). `readable` (at least content.size())
 // bytes from content.data() may be read, as ScanStructure reads a line inside its text: the
 // bytes past the content are read but never counted. For tests.
-uint64_t LineFingerprint(std::string_view content, size_t readable, bool code);
+uint64_t LineFingerprint(std::string_view content, size_t readable, bool code,
+                         ScanIsa isa = ScanIsa::kBest);
 uint64_t LineFingerprintBytewise(std::string_view content, bool code);
 
 }  // namespace rlscore::scorers::ast

@@ -3,6 +3,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -232,17 +233,89 @@ TEST(LineFingerprint, EqualsTheByteAtATimeDefinition) {
     for (size_t i = 0; i < more; ++i) text += "a*=_9"[rng() % 5];
     for (const bool code : {false, true}) {
       const uint64_t want = LineFingerprintBytewise(line, code);
-      ASSERT_EQ(LineFingerprint(line, line.size(), code), want) << line;
-      ASSERT_EQ(LineFingerprint(std::string_view(text).substr(0, line.size()), text.size(), code),
-                want)
-          << text;
+      for (const ScanIsa isa : {ScanIsa::kBest, ScanIsa::kPortable}) {
+        ASSERT_EQ(LineFingerprint(line, line.size(), code, isa), want) << line;
+        ASSERT_EQ(
+            LineFingerprint(std::string_view(text).substr(0, line.size()), text.size(), code, isa),
+            want)
+            << text;
+      }
     }
   }
   // A run that starts in one block and, through `*`, continues into the next.
   const std::string across = std::string(60, ' ') + "ab****" + std::string(70, '*') + "cd e";
-  EXPECT_EQ(LineFingerprint(across, across.size(), false), LineFingerprintBytewise(across, false));
-  EXPECT_NE(LineFingerprint(across, across.size(), false),
-            LineFingerprint(across + " f", across.size() + 2, false));
+  for (const ScanIsa isa : {ScanIsa::kBest, ScanIsa::kPortable}) {
+    EXPECT_EQ(LineFingerprint(across, across.size(), false, isa),
+              LineFingerprintBytewise(across, false));
+    EXPECT_NE(LineFingerprint(across, across.size(), false, isa),
+              LineFingerprint(across + " f", across.size() + 2, false, isa));
+  }
+  // A different punctuation byte, or one more, changes a line's fingerprint.
+  EXPECT_NE(LineFingerprintBytewise("a + b", false), LineFingerprintBytewise("a - b", false));
+  EXPECT_NE(LineFingerprintBytewise("f(x)", true), LineFingerprintBytewise("f(x))", true));
+}
+
+// Everything ScanStructure finds (lines, their kinds, content starts and fingerprints; fences;
+// blocks) is the same whichever code scans, on Markdown of every construct with lines of every
+// length around the 64-byte steps. Where the CPU lacks AVX-512 both are the portable code.
+TEST(ScanStructure, EveryIsaFindsTheSame) {
+  if (!CpuHasVectorScan()) GTEST_LOG_(INFO) << "no AVX-512 with VBMI here: both scans are portable";
+  std::mt19937_64 rng(11);
+  static const char* const kPieces[] = {"Let x = 2.",
+                                        "  * item",
+                                        "1. first",
+                                        "# Heading",
+                                        "> quoted",
+                                        "```python",
+                                        "```",
+                                        "~~~",
+                                        "    code()",
+                                        "---",
+                                        "***",
+                                        "\\[ x^2 + 1 \\]",
+                                        "$a_1 + b$",
+                                        "",
+                                        " ",
+                                        "\t\r",
+                                        "***bold**",
+                                        "[x] done",
+                                        "caf\xc3\xa9 \xe2\x80\x94 na\xc3\xafve"};
+  for (int k = 0; k < 3000; ++k) {
+    std::string text;
+    const size_t lines = rng() % 40;
+    for (size_t i = 0; i < lines; ++i) {
+      text += kPieces[rng() % (sizeof(kPieces) / sizeof(kPieces[0]))];
+      if (rng() % 3 == 0) text += std::string(rng() % 140, "ab *,.(9_"[rng() % 9]);
+      if (rng() % 8 != 0 || i + 1 < lines) text += '\n';
+    }
+    const LineScan vector = ScanStructure(text, ScanIsa::kBest);
+    const LineScan portable = ScanStructure(text, ScanIsa::kPortable);
+    ASSERT_EQ(vector.lines.size(), portable.lines.size()) << text;
+    for (size_t i = 0; i < vector.lines.size(); ++i) {
+      const Line& a = vector.lines[i];
+      const Line& b = portable.lines[i];
+      ASSERT_EQ(std::tie(a.begin, a.end, a.content_begin, a.fingerprint, a.in_fence, a.blank),
+                std::tie(b.begin, b.end, b.content_begin, b.fingerprint, b.in_fence, b.blank))
+          << "line " << i << " of\n"
+          << text;
+    }
+    ASSERT_EQ(vector.fences.size(), portable.fences.size()) << text;
+    for (size_t i = 0; i < vector.fences.size(); ++i) {
+      const Fence& a = vector.fences[i];
+      const Fence& b = portable.fences[i];
+      ASSERT_EQ(std::tie(a.open_line, a.end_line, a.code_begin, a.code_end, a.info),
+                std::tie(b.open_line, b.end_line, b.code_begin, b.code_end, b.info))
+          << text;
+    }
+    ASSERT_EQ(vector.blocks.size(), portable.blocks.size()) << text;
+    for (size_t i = 0; i < vector.blocks.size(); ++i) {
+      const TextBlock& a = vector.blocks[i];
+      const TextBlock& b = portable.blocks[i];
+      ASSERT_EQ(std::tie(a.first_line, a.end_line, a.fenced, a.fingerprint, a.raw_size),
+                std::tie(b.first_line, b.end_line, b.fenced, b.fingerprint, b.raw_size))
+          << text;
+    }
+  }
 }
 
 }  // namespace
