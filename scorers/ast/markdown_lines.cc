@@ -657,11 +657,14 @@ class LineSteps {
   // is fingerprinted with, or nullptr for a line without content: blank, or a fence's delimiter.
   const FingerprintTable* Add(std::string_view text, size_t begin, size_t end) {
     const std::string_view content = text.substr(begin, end - begin);
-    Line line;
+    const size_t index = scan_->lines.size();
+    // Filled in place: a Line built on the stack and then copied was written a field at a time and
+    // read back 16 bytes at a time, which stalled on every line (a store cannot forward to a
+    // wider load).
+    Line& line = scan_->lines.emplace_back();
     line.begin = begin;
     line.end = end;
     line.content_begin = begin;
-    const size_t index = scan_->lines.size();
     const Delimiter d = ParseDelimiter(content);
     const FingerprintTable* table = nullptr;
     if (open_ != nullptr) {
@@ -692,7 +695,6 @@ class LineSteps {
       line.blank = IsBlank(text.substr(line.content_begin, end - line.content_begin));
       if (!line.blank) table = &kProseFingerprint;
     }
-    scan_->lines.push_back(line);
     return table;
   }
 
