@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "common/cpu_features.h"
+
 // The AVX2 and AVX-512 variants of ComputeInterleaved, chosen at run time.
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define RLSCORE_X86_VECTORS 1
@@ -1725,12 +1727,9 @@ bool IsaAvailable(VectorIsa isa) {
       return true;
 #if RLSCORE_X86_VECTORS
     case VectorIsa::kAvx2:
-      __builtin_cpu_init();
-      return __builtin_cpu_supports("avx2");
+      return Cpu().avx2;
     case VectorIsa::kAvx512:
-      __builtin_cpu_init();
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw");
+      return Cpu().avx512f && Cpu().avx512dq && Cpu().avx512vl && Cpu().avx512bw;
 #endif
     default:
       return false;

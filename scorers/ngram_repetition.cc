@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/cpu_features.h"
 #include "common/strings.h"
 
 namespace rlscore::scorers {
@@ -518,13 +519,8 @@ void WordSplitter::BlockOf(const char* bytes, Block* block) {
 
 bool WordSplitter::CpuHasVectorWords() {
 #if defined(RLSCORE_VECTOR_WORDS)
-  static const bool has = [] {
-    __builtin_cpu_init();  // may run before main, from another static's initialiser
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vbmi") &&
-           __builtin_cpu_supports("avx512vbmi2");
-  }();
-  return has;
+  const CpuFeatures& cpu = Cpu();
+  return cpu.avx512f && cpu.avx512bw && cpu.avx512dq && cpu.avx512vbmi && cpu.avx512vbmi2;
 #else
   return false;
 #endif

@@ -3,6 +3,8 @@
 #include <bit>
 #include <cstring>
 
+#include "common/cpu_features.h"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -818,13 +820,8 @@ RLSCORE_AVX512_SCAN LineScan ScanAvx512(std::string_view text) {
 
 bool CpuHasVectorScan() {
 #if defined(RLSCORE_VECTOR_SCAN)
-  static const bool has = [] {
-    __builtin_cpu_init();  // may run before main, from another static's initialiser
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("popcnt") &&
-           __builtin_cpu_supports("bmi");
-  }();
-  return has;
+  const CpuFeatures& cpu = Cpu();
+  return cpu.avx512f && cpu.avx512bw && cpu.avx512vbmi && cpu.popcnt && cpu.bmi1;
 #else
   return false;
 #endif
