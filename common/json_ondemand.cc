@@ -3,15 +3,105 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define RLSCORE_VECTOR_STRINGS 1
+#endif
 
 #include <cstdint>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/cpu_features.h"
 #include "common/json_input.h"
 
 namespace rlscore::json_ondemand {
 namespace {
+
+#if defined(RLSCORE_VECTOR_STRINGS)
+// GCC 12's AVX-512 intrinsics start some results from an undefined vector, which it then warns
+// is or may be used uninitialised; none is.
+#if !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+#define RLSCORE_AVX512_STRINGS \
+  __attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vbmi2,popcnt,bmi")))
+
+// What the byte after a backslash stands for, for the escapes of one byte (\" \\ \/ \b \f \n
+// \r \t); 0 for every other byte, \u among them.
+struct EscapeTable {
+  uint8_t of[128];
+  constexpr EscapeTable() : of() {
+    of[static_cast<unsigned char>('"')] = '"';
+    of[static_cast<unsigned char>('\\')] = '\\';
+    of[static_cast<unsigned char>('/')] = '/';
+    of[static_cast<unsigned char>('b')] = '\b';
+    of[static_cast<unsigned char>('f')] = '\f';
+    of[static_cast<unsigned char>('n')] = '\n';
+    of[static_cast<unsigned char>('r')] = '\r';
+    of[static_cast<unsigned char>('t')] = '\t';
+  }
+};
+alignas(64) constexpr EscapeTable kEscapes;
+
+constexpr size_t kNotPlain = ~size_t{0};
+
+// Unescapes the JSON string whose text (after its opening quote) starts at `in`, 64 bytes a step:
+// backslashes and quotes as compare masks, the escaped bytes translated with one table lookup,
+// and what stays packed with vpcompressb. Writes at most `limit` + 63 bytes to `out` and returns
+// how many are the string; kNotPlain when it has an escape other than the one-byte ones (\u,
+// or an invalid one) or its closing quote is not within `limit` bytes. Reads up to 63 bytes past
+// `limit`, which simdjson's padding allows.
+RLSCORE_AVX512_STRINGS size_t UnescapePlain(const char* in, size_t limit, char* out) {
+  const __m512i table_low = _mm512_load_si512(kEscapes.of);
+  const __m512i table_high = _mm512_load_si512(kEscapes.of + 64);
+  const __m512i backslash = _mm512_set1_epi8('\\');
+  const __m512i quote = _mm512_set1_epi8('"');
+  size_t written = 0;
+  uint64_t carried = 0;  // 1 when the step before ended on a backslash that escapes this byte 0
+  for (size_t at = 0; at < limit; at += 64) {
+    __m512i v = _mm512_loadu_si512(in + at);
+    const uint64_t backslashes = _mm512_cmpeq_epi8_mask(v, backslash);
+    const uint64_t quotes = _mm512_cmpeq_epi8_mask(v, quote);
+    if ((backslashes | quotes | carried) == 0) {
+      _mm512_storeu_si512(out + written, v);
+      written += 64;
+      continue;
+    }
+    // A backslash escapes the byte after it unless it is itself escaped: in a run of backslashes
+    // the first, third, ... escape. Subtracting each run's first bit from the run shifted up by
+    // one, with every odd bit set, carries through the run and leaves bits that alternate from
+    // its start, whichever parity that start has; xor with the odd bits makes them the escaping
+    // backslashes, and the bytes they escape, at once (no step per backslash).
+    constexpr uint64_t kOdd = 0xAAAAAAAAAAAAAAAAULL;
+    const uint64_t candidates = backslashes & ~carried;
+    const uint64_t code = (((candidates << 1) | kOdd) - candidates) ^ kOdd;
+    const uint64_t escapers = code & backslashes;
+    const uint64_t escaped = code ^ (backslashes | carried);
+    const uint64_t closing = quotes & ~escaped;
+    const unsigned end = closing == 0 ? 64 : static_cast<unsigned>(_tzcnt_u64(closing));
+    const uint64_t inside = end == 64 ? ~uint64_t{0} : (uint64_t{1} << end) - 1;
+    if ((escaped & inside) != 0) {
+      const __m512i meant = _mm512_permutex2var_epi8(table_low, v, table_high);
+      const uint64_t unknown = (_mm512_testn_epi8_mask(meant, meant) | _mm512_movepi8_mask(v));
+      if ((unknown & escaped & inside) != 0) return kNotPlain;
+      v = _mm512_mask_mov_epi8(v, escaped, meant);
+    }
+    const uint64_t kept = inside & ~escapers;
+    _mm512_storeu_si512(out + written, _mm512_maskz_compress_epi8(kept, v));
+    written += static_cast<size_t>(_mm_popcnt_u64(kept));
+    if (closing != 0) return at + end < limit ? written : kNotPlain;
+    carried = escapers >> 63;
+  }
+  return kNotPlain;
+}
+
+#if !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif  // RLSCORE_VECTOR_STRINGS
 
 bool SkipContainerChecked(ondemand::value value, ondemand::json_type type, int depth) {
   if (depth >= kMaxJsonDepth) return false;
@@ -60,6 +150,26 @@ bool SkipChecked(ondemand::value value, int depth) {
 }
 
 bool ReadString(ondemand::value value, std::string* out) {
+#if defined(RLSCORE_VECTOR_STRINGS)
+  // Most strings escape only with one-byte escapes (newlines, LaTeX's backslashes): unescaped
+  // straight into `out`, 64 bytes a step, rather than by simdjson (a step per escape) into its
+  // buffer and then copied. Any other string takes simdjson's way.
+  static const bool vector =
+      Cpu().avx512bw && Cpu().avx512vbmi && Cpu().avx512vbmi2 && Cpu().popcnt && Cpu().bmi1;
+  if (vector) {
+    const std::string_view token = value.raw_json_token();  // the quoted text; not consumed
+    if (token.size() >= 2 && token.front() == '"') {
+      const size_t limit = token.size() - 1;
+      out->resize(limit + 63);
+      const size_t size = UnescapePlain(token.data() + 1, limit, out->data());
+      if (size != kNotPlain) {
+        out->resize(size);
+        ondemand::raw_json_string raw;
+        return !value.get_raw_json_string().get(raw);  // consumes the string
+      }
+    }
+  }
+#endif
   std::string_view s;
   if (value.get_string().get(s)) return false;
   out->assign(s.data(), s.size());

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
 #include <string>
 
 namespace rlscore {
@@ -31,6 +34,46 @@ TEST(JsonOndemand, HasControlByteAgreesWithItsDefinitionEverywhere) {
       }
       text[at] = kept;
     }
+  }
+}
+
+// The string "s" of the object `json` as ReadString reads it; nullopt when it refuses it.
+std::optional<std::string> ReadField(const std::string& json) {
+  static simdjson::ondemand::parser parser;
+  const simdjson::padded_string padded(json);
+  simdjson::ondemand::document doc;
+  simdjson::ondemand::value value;
+  if (parser.iterate(padded).get(doc) || doc.find_field("s").get(value)) return std::nullopt;
+  std::string out = "left from before";
+  if (!json_ondemand::ReadString(value, &out)) return std::nullopt;
+  return out;
+}
+
+// ReadString unescapes as nlohmann does: every escape of one byte, runs of backslashes of every
+// length, \u escapes and UTF-8, each ending at every place around the 64-byte steps (a run that
+// crosses a step carries its parity over); and it refuses what nlohmann refuses.
+TEST(JsonOndemand, ReadStringUnescapesAsTheReference) {
+  std::mt19937_64 rng(5);
+  static const char* const kPieces[] = {
+      "a",   "word ", "\\n",      "\\\\",    "\\\"",           "\\/",          "\\b", "\\f",
+      "\\r", "\\t",   "\xc3\xa9", "\\u00e9", "\\ud83d\\ude00", "\\\\\\\\frac", "$",   "}"};
+  for (int k = 0; k < 20000; ++k) {
+    std::string body(rng() % 130, 'p');
+    const size_t pieces = rng() % 30;
+    for (size_t i = 0; i < pieces; ++i) {
+      body += kPieces[rng() % (sizeof(kPieces) / sizeof(kPieces[0]))];
+      if (rng() % 4 == 0) body += std::string(rng() % 70, 'q');
+    }
+    const std::string json = "{\"s\": \"" + body + "\", \"t\": 1}";
+    const std::string want = nlohmann::json::parse(json)["s"].get<std::string>();
+    const std::optional<std::string> got = ReadField(json);
+    ASSERT_TRUE(got.has_value()) << json;
+    ASSERT_EQ(*got, want) << json;
+  }
+  for (const char* bad : {"\\x", "\\u12", "\\u12zz", "\\\xc3\xa9", "a\\ b"}) {
+    const std::string json = std::string("{\"s\": \"") + std::string(70, 'p') + bad + "\"}";
+    EXPECT_FALSE(ReadField(json).has_value()) << json;
+    EXPECT_TRUE(nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false).is_discarded());
   }
 }
 
