@@ -98,6 +98,28 @@ RLSCORE_AVX512_STRINGS size_t UnescapePlain(const char* in, size_t limit, char* 
   return kNotPlain;
 }
 
+// HasControlByte with one unsigned compare per 64 bytes, the last 64 a masked load.
+RLSCORE_AVX512_STRINGS bool HasControlByteAvx512(std::string_view text) {
+  const __m512i space = _mm512_set1_epi8(0x20);
+  const char* const p = text.data();
+  const size_t n = text.size();
+  size_t i = 0;
+  for (; i + 256 <= n; i += 256) {
+    const __mmask64 below = _mm512_cmplt_epu8_mask(_mm512_loadu_si512(p + i), space) |
+                            _mm512_cmplt_epu8_mask(_mm512_loadu_si512(p + i + 64), space) |
+                            _mm512_cmplt_epu8_mask(_mm512_loadu_si512(p + i + 128), space) |
+                            _mm512_cmplt_epu8_mask(_mm512_loadu_si512(p + i + 192), space);
+    if (below != 0) return true;
+  }
+  for (; i < n; i += 64) {
+    const __mmask64 valid = n - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (n - i)) - 1;
+    if (_mm512_mask_cmplt_epu8_mask(valid, _mm512_maskz_loadu_epi8(valid, p + i), space) != 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 #if !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -205,6 +227,10 @@ bool AtEnd(ondemand::document& doc) {
 
 bool HasControlByte(std::string_view text) {
   size_t i = 0;
+#if defined(RLSCORE_VECTOR_STRINGS)
+  static const bool vector = Cpu().avx512bw;
+  if (vector) return HasControlByteAvx512(text);
+#endif
 #if defined(__SSE2__)
   // 64 bytes at a time: a byte is below 0x20 when its unsigned minimum with 0x1F is itself.
   // Every rollout line passes here whole, so this runs at the speed of simdjson's own first pass

@@ -6,6 +6,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 namespace rlscore {
 namespace {
@@ -17,10 +18,14 @@ bool HasControlByteBytewise(std::string_view text) {
   return false;
 }
 
-// Every byte value at every place of texts of 0 to 200 bytes, so that each of the scan's
-// strides (64 bytes, 8 bytes, then single bytes) meets every byte, and its edges too.
+// Every byte value at every place of texts of 0 to 200 bytes and around 256 and 512, so that
+// each of the scan's strides (256 bytes and 64 with AVX-512; 64, 8, then single bytes without)
+// meets every byte, and its edges too.
 TEST(JsonOndemand, HasControlByteAgreesWithItsDefinitionEverywhere) {
-  for (size_t size = 0; size <= 200; ++size) {
+  std::vector<size_t> sizes;
+  for (size_t size = 0; size <= 200; ++size) sizes.push_back(size);
+  for (size_t size : {255, 256, 257, 320, 511, 512, 513, 575}) sizes.push_back(size);
+  for (const size_t size : sizes) {
     std::string text(size, 'a');
     // Bytes at and above 0x80 are not control bytes, though they are negative as signed chars.
     for (size_t i = 0; i < size; i += 3) text[i] = static_cast<char>(0x80 + i % 128);
