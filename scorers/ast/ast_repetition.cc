@@ -141,6 +141,7 @@ class Detector {
   // those the block rule gives tree-sitter's blocks.
   bool BlockScreen(LineScan* scan) const {
     absl::flat_hash_map<uint64_t, uint32_t> fingerprints;
+    fingerprints.reserve(scan->blocks.size());  // sized once, not grown a block at a time
     for (const TextBlock& b : scan->blocks) {
       if (b.raw_size >= options_.min_block_chars) ++fingerprints[b.fingerprint];
     }
