@@ -247,7 +247,7 @@ char* PieceBuffer::Reserve(size_t bytes) {
   capacity_ = 0;
   // A huge page backs only an aligned 2 MiB: map a huge page more than needed and give back
   // what lies outside the aligned range. MADV_HUGEPAGE goes before the first touch; where the
-  // kernel has huge pages off it fails, and the memory is small pages as before.
+  // kernel has transparent huge pages off, or none free, the memory is small pages as before.
   const size_t mapped = capacity + kHugePage;
   void* map = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (map == MAP_FAILED) throw std::bad_alloc();

@@ -98,8 +98,9 @@ RLSCORE_AVX512_STRINGS size_t UnescapePlain(const char* in, size_t limit, char* 
   return kNotPlain;
 }
 
-// HasControlByte with one unsigned compare per 64 bytes, the last 64 a masked load.
-RLSCORE_AVX512_STRINGS bool HasControlByteAvx512(std::string_view text) {
+// HasControlByte with one unsigned compare per 64 bytes, the last 64 a masked load. AVX-512BW
+// only, as its caller checks: the compiler may use any extension a function's target names.
+__attribute__((target("avx512f,avx512bw"))) bool HasControlByteAvx512(std::string_view text) {
   const __m512i space = _mm512_set1_epi8(0x20);
   const char* const p = text.data();
   const size_t n = text.size();
@@ -228,7 +229,7 @@ bool AtEnd(ondemand::document& doc) {
 bool HasControlByte(std::string_view text) {
   size_t i = 0;
 #if defined(RLSCORE_VECTOR_STRINGS)
-  static const bool vector = Cpu().avx512bw;
+  static const bool vector = Cpu().avx512f && Cpu().avx512bw;
   if (vector) return HasControlByteAvx512(text);
 #endif
 #if defined(__SSE2__)

@@ -520,7 +520,9 @@ void WordSplitter::BlockOf(const char* bytes, Block* block) {
 bool WordSplitter::CpuHasVectorWords() {
 #if defined(RLSCORE_VECTOR_WORDS)
   const CpuFeatures& cpu = Cpu();
-  return cpu.avx512f && cpu.avx512bw && cpu.avx512dq && cpu.avx512vbmi && cpu.avx512vbmi2;
+  // Every extension RLSCORE_AVX512 names: the compiler may use any of them.
+  return cpu.avx512f && cpu.avx512bw && cpu.avx512dq && cpu.avx512vl && cpu.avx512vbmi &&
+         cpu.avx512vbmi2;
 #else
   return false;
 #endif
