@@ -36,13 +36,13 @@ struct Line {
   size_t begin = 0;  // byte offset of the line's first character
   size_t end = 0;    // offset of its '\n' (or of the end of the text); a '\r' before it is content
   uint64_t key = 0;  // hash of the normalised content; equal for equal normalised content
-  uint32_t normalized_size = 0;  // bytes of normalised content; 0 for a blank line
   // Where the content starts: after the block markers on a prose line; at `begin` on any other.
   size_t content_begin = 0;
   // LineFingerprint of the content from content_begin (a code line's as code); 0 for a line
   // without content.
   uint64_t fingerprint = 0;
-  bool in_fence = false;  // a fence's delimiter or content line
+  uint32_t normalized_size = 0;  // bytes of normalised content; 0 for a blank line
+  bool in_fence = false;         // a fence's delimiter or content line
   // No content: whitespace only, or (outside fences) whitespace and `*` after the block markers;
   // a fence's delimiters. Blank prose lines separate blocks.
   bool blank = false;
