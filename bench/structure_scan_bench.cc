@@ -8,9 +8,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "bench/completions_file.h"
@@ -67,27 +65,6 @@ BENCHMARK_CAPTURE(BM_ScanStructure, prose_and_code, true);
 
 int main(int argc, char** argv) {
   // --texts=FILE registers BM_ScanStructure/file over its completions.
-  static std::vector<std::string> texts;
-  int kept = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg.starts_with("--texts=")) {
-      const std::string path(arg.substr(8));
-      if (!rlscore::bench::ReadCompletions(path, &texts)) {
-        std::fprintf(stderr, "structure_scan_bench: no completions read from %s\n", path.c_str());
-        return 1;
-      }
-      benchmark::RegisterBenchmark("BM_ScanStructure/file", [](benchmark::State& state) {
-        rlscore::scorers::ast::ScanTexts(state, texts);
-      });
-      continue;
-    }
-    argv[kept++] = argv[i];
-  }
-  argc = kept;
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return rlscore::bench::RunWithTexts(argc, argv, "structure_scan_bench", "BM_ScanStructure/file",
+                                      rlscore::scorers::ast::ScanTexts);
 }

@@ -255,6 +255,23 @@ TEST(LineFingerprint, EqualsTheByteAtATimeDefinition) {
   EXPECT_NE(LineFingerprintBytewise("f(x)", true), LineFingerprintBytewise("f(x))", true));
 }
 
+// What ScanStructure decides of a line, a fence and a block, as tuples to compare.
+auto Fields(const Line& l) {
+  return std::tuple(l.begin, l.end, l.content_begin, l.fingerprint, l.in_fence, l.blank);
+}
+auto Fields(const Fence& f) {
+  return std::tuple(f.open_line, f.end_line, f.code_begin, f.code_end, f.info);
+}
+auto Fields(const TextBlock& b) {
+  return std::tuple(b.first_line, b.end_line, b.fenced, b.fingerprint, b.raw_size);
+}
+template <typename T>
+auto AllFields(const std::vector<T>& items) {
+  std::vector<decltype(Fields(items.front()))> fields;
+  for (const T& item : items) fields.push_back(Fields(item));
+  return fields;
+}
+
 // Everything ScanStructure finds (lines, their kinds, content starts and fingerprints; fences;
 // blocks) is the same whichever code scans, on Markdown of every construct with lines of every
 // length around the 64-byte steps. Where the CPU lacks AVX-512 both are the portable code.
@@ -290,31 +307,9 @@ TEST(ScanStructure, EveryIsaFindsTheSame) {
     }
     const LineScan vector = ScanStructure(text, ScanIsa::kBest);
     const LineScan portable = ScanStructure(text, ScanIsa::kPortable);
-    ASSERT_EQ(vector.lines.size(), portable.lines.size()) << text;
-    for (size_t i = 0; i < vector.lines.size(); ++i) {
-      const Line& a = vector.lines[i];
-      const Line& b = portable.lines[i];
-      ASSERT_EQ(std::tie(a.begin, a.end, a.content_begin, a.fingerprint, a.in_fence, a.blank),
-                std::tie(b.begin, b.end, b.content_begin, b.fingerprint, b.in_fence, b.blank))
-          << "line " << i << " of\n"
-          << text;
-    }
-    ASSERT_EQ(vector.fences.size(), portable.fences.size()) << text;
-    for (size_t i = 0; i < vector.fences.size(); ++i) {
-      const Fence& a = vector.fences[i];
-      const Fence& b = portable.fences[i];
-      ASSERT_EQ(std::tie(a.open_line, a.end_line, a.code_begin, a.code_end, a.info),
-                std::tie(b.open_line, b.end_line, b.code_begin, b.code_end, b.info))
-          << text;
-    }
-    ASSERT_EQ(vector.blocks.size(), portable.blocks.size()) << text;
-    for (size_t i = 0; i < vector.blocks.size(); ++i) {
-      const TextBlock& a = vector.blocks[i];
-      const TextBlock& b = portable.blocks[i];
-      ASSERT_EQ(std::tie(a.first_line, a.end_line, a.fenced, a.fingerprint, a.raw_size),
-                std::tie(b.first_line, b.end_line, b.fenced, b.fingerprint, b.raw_size))
-          << text;
-    }
+    ASSERT_EQ(AllFields(vector.lines), AllFields(portable.lines)) << text;
+    ASSERT_EQ(AllFields(vector.fences), AllFields(portable.fences)) << text;
+    ASSERT_EQ(AllFields(vector.blocks), AllFields(portable.blocks)) << text;
   }
 }
 
