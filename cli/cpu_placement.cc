@@ -1,4 +1,4 @@
-// Start-up placement of the scoring threads (see cpu_placement.h).
+// Placement of the scoring threads (see cpu_placement.h).
 #include "cli/cpu_placement.h"
 
 #include <pthread.h>
@@ -26,14 +26,15 @@ int CpuPlacement::Place(std::thread& thread, unsigned index) {
   return pthread_setaffinity_np(thread.native_handle(), sizeof one, &one) == 0 ? cpu : -1;
 }
 
-int CpuPlacement::Release() {
+int CpuPlacement::Start() {
   placed_.wait();
   if (count_ == 0) return -1;
-  const int cpu = sched_getcpu();
-  // The creating thread's mask, which the kernel accepted for it; a thread that Place could not
-  // restrict has it already.
-  sched_setaffinity(0, sizeof allowed_, &allowed_);
-  return cpu;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) != 1) return -1;
+  for (int cpu = 0;; ++cpu) {
+    if (CPU_ISSET(cpu, &mine)) return cpu;
+  }
 }
 
 }  // namespace rlscore::cli

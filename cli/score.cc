@@ -366,7 +366,7 @@ struct Pipeline {
 // takes a piece, splits it into lines, parses, scores and writes them in batches; the calling
 // thread passes the pieces' output on in input order. No thread waits for another's batch, and
 // the work that touches every byte runs on the scoring threads, so they scale. In process, the
-// scoring threads start one to a CPU (cli/cpu_placement.h).
+// scoring threads run one to a CPU (cli/cpu_placement.h).
 class ScoreRun {
  public:
   ScoreRun(const ScoreFlags& flags, BatchScorer* scorer, std::ostream* out)
@@ -411,7 +411,7 @@ class ScoreRun {
     CpuPlacement placement(scorer_->InProcess() ? threads : 0);
     for (unsigned t = 0; t < threads; ++t) {
       scoring.emplace_back([this, pipeline, batch_size, &placement] {
-        placement.Release();
+        placement.Start();
         RolloutReader rollouts(flags_.fields);
         PieceBuffer buffer;
         std::vector<PieceLine> lines;

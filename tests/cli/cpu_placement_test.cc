@@ -26,25 +26,25 @@ std::vector<int> Cpus(const cpu_set_t& set) {
 
 // Creates `threads` threads from a thread of its own (so that the test's thread keeps its CPUs),
 // placed by a CpuPlacement made there, with `mask` (if given) as that thread's; returns what each
-// Release answered and whether each had every CPU of the creating thread again after it.
+// Start answered and the CPUs each may run on after it.
 struct Started {
   std::vector<int> cpus;
-  std::vector<char> released;  // not vector<bool>, whose bits the threads would share
+  std::vector<std::vector<int>> allowed;
+  std::vector<int> creating;  // the CPUs the creating thread may run on
 };
 Started Start(unsigned threads, const cpu_set_t* mask = nullptr) {
-  Started started{std::vector<int>(threads, -2), std::vector<char>(threads, 0)};
+  Started started{std::vector<int>(threads, -2), std::vector<std::vector<int>>(threads), {}};
   std::thread creator([&] {
     if (mask != nullptr) {
       ASSERT_EQ(sched_setaffinity(0, sizeof *mask, mask), 0);
     }
-    const cpu_set_t creating = Allowed();
+    started.creating = Cpus(Allowed());
     CpuPlacement placement(threads);
     std::vector<std::thread> workers;
     for (unsigned t = 0; t < threads; ++t) {
       workers.emplace_back([&, t] {
-        started.cpus[t] = placement.Release();
-        const cpu_set_t after = Allowed();
-        started.released[t] = CPU_EQUAL(&creating, &after);
+        started.cpus[t] = placement.Start();
+        started.allowed[t] = Cpus(Allowed());
       });
       placement.Place(workers.back(), t);
     }
@@ -61,8 +61,10 @@ TEST(CpuPlacement, PutsEachOfThreadsThatFillTheCpusOnItsOwn) {
   const auto threads = static_cast<unsigned>(cpus.size()) + 2;
   const Started started = Start(threads);
   for (unsigned t = 0; t < threads; ++t) {
-    EXPECT_EQ(started.cpus[t], cpus[t % cpus.size()]) << "thread " << t;
-    EXPECT_TRUE(started.released[t]) << "thread " << t << " was left pinned";
+    const int cpu = cpus[t % cpus.size()];
+    EXPECT_EQ(started.cpus[t], cpu) << "thread " << t;
+    // It stays there for its work, not only at its start.
+    EXPECT_EQ(started.allowed[t], std::vector<int>{cpu}) << "thread " << t;
   }
 }
 
@@ -77,7 +79,7 @@ TEST(CpuPlacement, CountsOnlyTheCpusTheCreatorMayRunOn) {
   const Started started = Start(4, &two);
   EXPECT_EQ(started.cpus[3], cpus.back());
   EXPECT_EQ(started.cpus[0], cpus[cpus.size() - 2]);
-  for (const char released : started.released) EXPECT_TRUE(released);
+  EXPECT_EQ(started.allowed[3], std::vector<int>{cpus.back()});
 }
 
 TEST(CpuPlacement, LeavesThreadsAloneWhereCpusAreToSpare) {
@@ -86,7 +88,7 @@ TEST(CpuPlacement, LeavesThreadsAloneWhereCpusAreToSpare) {
   const Started started = Start(static_cast<unsigned>(cpus.size()) - 1);
   for (size_t t = 0; t < started.cpus.size(); ++t) {
     EXPECT_EQ(started.cpus[t], -1) << "thread " << t;
-    EXPECT_TRUE(started.released[t]) << "thread " << t;
+    EXPECT_EQ(started.allowed[t], started.creating) << "thread " << t << " was restricted";
   }
 }
 
@@ -98,7 +100,7 @@ TEST(CpuPlacement, LeavesThreadsThatMayRunOnOneCpuAlone) {
   const Started started = Start(8, &one);
   for (size_t t = 0; t < started.cpus.size(); ++t) {
     EXPECT_EQ(started.cpus[t], -1) << "thread " << t;
-    EXPECT_TRUE(started.released[t]) << "thread " << t;
+    EXPECT_EQ(started.allowed[t], started.creating) << "thread " << t << " was restricted";
   }
 }
 
