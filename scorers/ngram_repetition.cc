@@ -569,6 +569,24 @@ RLSCORE_AVX512 inline __m512i MixLanes(__m512i x) {
 
 }  // namespace
 
+// BlockOf's classes as compare masks of the whole block: a class is a range of bytes, so the
+// bytes shifted down to its start fall below its width.
+RLSCORE_AVX512 void WordSplitter::VectorBlockOf(const char* bytes, Block* block) {
+  const __m512i v = _mm512_loadu_si512(bytes);
+  const auto in_range = [v](unsigned char lo, unsigned char width) RLSCORE_AVX512 {
+    return _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8(static_cast<char>(lo))),
+                                  _mm512_set1_epi8(static_cast<char>(width)));
+  };
+  const __mmask64 upper = in_range('A', 26);
+  const __mmask64 digits = in_range('0', 10);
+  block->word = upper | in_range('a', 26) | digits | _mm512_movepi8_mask(v);
+  block->digit = digits;
+  block->leads = in_range(0xE0, 16);
+  block->plain = block->leads == 0;
+  _mm512_storeu_si512(block->folded, _mm512_mask_add_epi8(v, upper, v, _mm512_set1_epi8(0x20)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(block->folded + 64), _mm_setzero_si128());
+}
+
 // The layout the words are written in, eight at a time.
 static_assert(sizeof(Word) == 24 && offsetof(Word, offset) == 8 && offsetof(Word, number) == 16);
 
@@ -671,6 +689,7 @@ RLSCORE_AVX512 size_t WordSplitter::InnerWords(const Block& block, uint64_t star
 #endif
 #else
 size_t WordSplitter::InnerWords(const Block&, uint64_t, uint64_t, size_t, Word*) { return 0; }
+void WordSplitter::VectorBlockOf(const char* bytes, Block* block) { BlockOf(bytes, block); }
 #endif
 
 unsigned WordSplitter::TakeThreeByteCharacters(Block* block, const char* bytes, size_t available) {
