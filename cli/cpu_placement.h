@@ -1,12 +1,12 @@
 // Where the scoring threads run. A new thread goes to the CPU that looks least busy at the
 // instant it is created, and a thread that wakes goes where the kernel's wake-up heuristics put
 // it. `rlscore score` creates its reader first, which takes the idle CPU and soon sleeps; the
-// scoring threads may then both land on the CPU of the thread that created them. Later, two
-// scoring threads woken close together (by the reader, the line numbering or the in-order
-// writer) may both be queued on the CPU that was idle when the first woke. Either way the
-// scheduler leaves two busy threads sharing one CPU beside an idle one until the idle CPU next
-// looks for work, a scheduler tick later (3-4 ms), or for as long as it counts them cache-hot
-// (10 ms of a 15 ms run on 2 CPUs) (docs/PERFORMANCE.md, "Evaluation CLI").
+// scoring threads may then both land on the CPU of the thread that created them. Later, a
+// scoring thread woken from a wait (for a piece, the line numbering or the in-order writer) may
+// be queued on the CPU where the other is running. Either way the scheduler leaves two busy
+// threads sharing one CPU beside an idle one until the idle CPU next looks for work, a scheduler
+// tick later (3-4 ms), or for as long as it counts them cache-hot (10 ms of a 15 ms run on 2
+// CPUs) (docs/PERFORMANCE.md, "Evaluation CLI").
 //
 // So where the scoring threads fill every CPU, the thread that creates them restricts each to a
 // CPU of its own as soon as it exists (the kernel moves a thread that waits to run the moment it
