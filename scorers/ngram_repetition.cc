@@ -214,7 +214,33 @@ bool NgramStream::PushMixedSlow(uint64_t mixed, bool number) {
   return CountWindow(start, /*recorded=*/false);
 }
 
-bool NgramStream::PushWords(std::span<const Word> words) {
+namespace {
+
+// The runs of words NgramStream::PushRun takes.
+struct WordRun {
+  std::span<const Word> words;
+  size_t size() const { return words.size(); }
+  uint64_t hash(size_t i) const { return words[i].hash; }
+  bool number(size_t i) const { return words[i].number; }
+};
+struct KeyRun {
+  std::span<const uint64_t> hashes;
+  const uint8_t* numbers;
+  size_t size() const { return hashes.size(); }
+  uint64_t hash(size_t i) const { return hashes[i]; }
+  bool number(size_t i) const { return numbers[i] != 0; }
+};
+
+}  // namespace
+
+bool NgramStream::PushWords(std::span<const Word> words) { return PushRun(WordRun{words}); }
+
+bool NgramStream::PushWordKeys(std::span<const uint64_t> hashes, const uint8_t* numbers) {
+  return PushRun(KeyRun{hashes, numbers});
+}
+
+template <typename Run>
+bool NgramStream::PushRun(const Run words) {
   const size_t n = options_.n;
   const size_t max_run = options_.max_number_run != 0 ? size_t{options_.max_number_run}
                                                       : std::numeric_limits<size_t>::max();
@@ -223,7 +249,7 @@ bool NgramStream::PushWords(std::span<const Word> words) {
     // PushMixed's inline path, for as many words as take it; the others one at a time.
     if (counting_ || report_.fired || n == 0 || tokens_.size() < n ||
         tokens_.size() + (words.size() - i) >= std::numeric_limits<uint32_t>::max()) {
-      if (PushMixed(words[i].hash, words[i].number)) return true;
+      if (PushMixed(words.hash(i), words.number(i))) return true;
       ++i;
       continue;
     }
@@ -249,10 +275,10 @@ bool NgramStream::PushWords(std::span<const Word> words) {
     // until `reached_now()`; false where a number run stopped it.
     const auto push_until = [&](size_t end, const auto& recurs, const auto& reached_now) {
       for (; i < end; ++i) {
-        const size_t run = words[i].number ? number_run + 1 : 0;
+        const size_t run = words.number(i) ? number_run + 1 : 0;
         if (run > max_run) return false;  // fires, one at a time
         number_run = run;
-        const uint64_t token = words[i].hash;
+        const uint64_t token = words.hash(i);
         tokens[count] = token;
         ++count;
         hash = Roll(hash, top, tokens[count - 1 - n], token);
@@ -270,10 +296,10 @@ bool NgramStream::PushWords(std::span<const Word> words) {
     // then costs no test of the ring's end, and the loop keeps all it needs in registers.
     const auto push_full = [&](const auto& recurs) {
       while (i < words.size()) {
-        const Word* const first = words.data() + i;
+        const size_t first = i;
         const size_t stretch = std::min(words.size() - i, size - window.at);
-        const Word* const last = first + stretch;
-        const Word* w = first;
+        const size_t last = first + stretch;
+        size_t w = first;
         uint64_t* next = tokens + count;  // where the next token goes
         size_t start = count + 1 - n;     // of the window the next token completes
         uint8_t* slot = recent.data() + window.at;
@@ -285,18 +311,19 @@ bool NgramStream::PushWords(std::span<const Word> words) {
         const bool count_runs = run + stretch > max_run;
         for (; w != last; ++w) {
           if (count_runs) {
-            const size_t longer = w->number ? run + 1 : 0;
+            const size_t longer = words.number(w) ? run + 1 : 0;
             if (longer > max_run) {  // fires, one at a time
               stopped = true;
               break;
             }
             run = longer;
           }
-          *next = w->hash;
+          const uint64_t token = words.hash(w);
+          *next = token;
           // Roll, with the window's leaving token taken out after the multiplication rather than
           // before: the same hash mod 2^64, with a multiply and an add from one word's hash to
           // the next instead of two of each.
-          hash = hash * kBase + (w->hash - next[-static_cast<std::ptrdiff_t>(n)] * top_base);
+          hash = hash * kBase + (token - next[-static_cast<std::ptrdiff_t>(n)] * top_base);
           ++next;
           const auto flag = static_cast<uint8_t>(recurs(start++, hash));
           recurring -= *slot;
@@ -309,11 +336,11 @@ bool NgramStream::PushWords(std::span<const Word> words) {
           }
         }
         if (!count_runs) {
-          const Word* v = w;
-          while (v != first && v[-1].number) --v;
-          run = (v == first ? run : 0) + static_cast<size_t>(w - v);
+          size_t v = w;
+          while (v != first && words.number(v - 1)) --v;
+          run = (v == first ? run : 0) + (w - v);
         }
-        const auto took = static_cast<size_t>(w - first);
+        const size_t took = w - first;
         i += took;
         count += took;
         window.at += took;
@@ -344,7 +371,7 @@ bool NgramStream::PushWords(std::span<const Word> words) {
     number_run_ = number_run;
     if (reached && (!bounded_ || LeaveBound(count - n)) && StartCounting(count - n)) return true;
     if (!reached && i < words.size()) {  // the number run
-      if (PushMixed(words[i].hash, words[i].number)) return true;
+      if (PushMixed(words.hash(i), words.number(i))) return true;
       ++i;
     }
   }
@@ -417,21 +444,22 @@ void KeepStorage(NgramStream&& stream) {
 
 NgramReport FindRepeatedNgram(std::span<const uint64_t> tokens, const NgramOptions& options) {
   // Runs of this many tokens between checks for a firing, each mixed as Push mixes it and taken
-  // by PushWords, which keeps the stream's state in registers over a run.
+  // by PushWordKeys, which keeps the stream's state in registers over a run.
   constexpr size_t kRun = 1024;
   NgramStream stream = ThreadStream(options);
   // Room in the table for the first runs only: a loop fires within a few of them, and the table
   // doubles as a long clean sequence needs. Sized for every token, a looping completion of
   // 20,000 ids would zero a megabyte of table for the few thousand read before it fires.
   stream.Reserve(std::min(tokens.size(), 4 * kRun));
-  thread_local std::vector<Word> run;
+  thread_local std::vector<uint64_t> run;
+  static constexpr std::array<uint8_t, kRun> kNoNumbers{};  // token ids are never number words
   run.reserve(kRun);
   for (size_t at = 0; at < tokens.size() && !stream.fired(); at += kRun) {
     run.clear();
     for (const uint64_t token : tokens.subspan(at, std::min(kRun, tokens.size() - at))) {
-      run.push_back(Word{Mix(token), 0, false});
+      run.push_back(Mix(token));
     }
-    stream.PushWords(run);
+    stream.PushWordKeys(run, kNoNumbers.data());
   }
   const NgramReport report = stream.report();
   KeepStorage(std::move(stream));
@@ -587,21 +615,12 @@ RLSCORE_AVX512 void WordSplitter::VectorBlockOf(const char* bytes, Block* block)
   _mm_storeu_si128(reinterpret_cast<__m128i*>(block->folded + 64), _mm_setzero_si128());
 }
 
-// The layout the words are written in, eight at a time.
-static_assert(sizeof(Word) == 24 && offsetof(Word, offset) == 8 && offsetof(Word, number) == 16);
+namespace {
 
-// Eight words at a time, a word to a 64-bit lane, as ShortWord does one: its first eight bytes
-// and the up to eight after them are picked from the block's folded bytes by a byte permutation
-// (the indices past a word's end are masked out, so they may wrap), then hashed in the lanes.
-// A word of 16 bytes or more, rare in text, is hashed again on its own (WordInBlock).
-RLSCORE_AVX512 size_t WordSplitter::InnerWords(const Block& block, uint64_t starts, uint64_t ends,
-                                               size_t offset, Word* out) {
-  alignas(64) static constexpr std::array<uint8_t, 64> kIota = [] {
-    std::array<uint8_t, 64> iota{};
-    for (int k = 0; k < 64; ++k) iota[k] = static_cast<uint8_t>(k);
-    return iota;
-  }();
-  const __m512i iota = _mm512_load_si512(kIota.data());
+// Writes each eight words HashInnerWords hashes as Words, 24 bytes each (hash, offset, number),
+// laid out in three vectors.
+static_assert(sizeof(Word) == 24 && offsetof(Word, offset) == 8 && offsetof(Word, number) == 16);
+struct WordsOut {
   // Qword l of vector v of eight Words is field (8v + l) % 3 of word (8v + l) / 3: its lane in
   // the hashes (0-7) or offsets (8-15), or, where number_lanes has its bit, in the numbers.
   struct Layout {
@@ -622,6 +641,59 @@ RLSCORE_AVX512 size_t WordSplitter::InnerWords(const Block& block, uint64_t star
     }
     return layout;
   }();
+
+  Word* out;
+  size_t offset;
+
+  RLSCORE_AVX512 void Eight(size_t g, __m512i hashes, __m512i begin, __mmask8 numbers) {
+    const __m512i fields[3] = {
+        hashes, _mm512_add_epi64(_mm512_set1_epi64(static_cast<int64_t>(offset)), begin),
+        _mm512_maskz_mov_epi64(numbers, _mm512_set1_epi64(1))};
+    auto* const bytes = reinterpret_cast<char*>(out + g);
+    for (int v = 0; v < 3; ++v) {
+      const __m512i taken = _mm512_permutex2var_epi64(
+          fields[0], _mm512_load_si512(kLayout.hash_offset[v].data()), fields[1]);
+      _mm512_storeu_si512(
+          bytes + 64 * v,
+          _mm512_mask_permutexvar_epi64(taken, kLayout.number_lanes[v],
+                                        _mm512_load_si512(kLayout.word[v].data()), fields[2]));
+    }
+  }
+  void One(size_t i, const Word& word) { out[i] = word; }
+};
+
+// Writes each eight words' hashes and number flags only: one vector store and eight bytes.
+struct KeysOut {
+  WordSplitter::KeyRoom out;
+
+  RLSCORE_AVX512 void Eight(size_t g, __m512i hashes, __m512i, __mmask8 numbers) {
+    _mm512_storeu_si512(out.hashes + g, hashes);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out.numbers + g),
+                     _mm_maskz_mov_epi8(numbers, _mm_set1_epi8(1)));
+  }
+  void One(size_t i, const Word& word) {
+    out.hashes[i] = word.hash;
+    out.numbers[i] = word.number ? 1 : 0;
+  }
+};
+
+}  // namespace
+
+// Eight words at a time, a word to a 64-bit lane, as ShortWord does one: its first eight bytes
+// and the up to eight after them are picked from the block's folded bytes by a byte permutation
+// (the indices past a word's end are masked out, so they may wrap), then hashed in the lanes.
+// `emit` writes each eight (Eight: the hashes, the first bytes' indices and the number flags;
+// lanes past the last word hold garbage that may be written, as the room allows) and then any of
+// them of 16 bytes or more, rare in text, hashed again on its own (One, WordInBlock).
+template <typename Emit>
+RLSCORE_AVX512 size_t WordSplitter::HashInnerWords(const Block& block, uint64_t starts,
+                                                   uint64_t ends, size_t offset, Emit& emit) {
+  alignas(64) static constexpr std::array<uint8_t, 64> kIota = [] {
+    std::array<uint8_t, 64> iota{};
+    for (int k = 0; k < 64; ++k) iota[k] = static_cast<uint8_t>(k);
+    return iota;
+  }();
+  const __m512i iota = _mm512_load_si512(kIota.data());
   alignas(64) uint8_t first_bytes[64];
   alignas(64) uint8_t last_bytes[64];
   _mm512_store_si512(first_bytes, _mm512_maskz_compress_epi8(starts, iota));
@@ -638,7 +710,6 @@ RLSCORE_AVX512 size_t WordSplitter::InnerWords(const Block& block, uint64_t star
   const __m512i seed = _mm512_set1_epi64(static_cast<int64_t>(ngram_internal::kWordSeed));
   const __m512i ones = _mm512_set1_epi64(-1);
   const __m512i not_digits = _mm512_set1_epi64(static_cast<int64_t>(~block.digit));
-  const __m512i base = _mm512_set1_epi64(static_cast<int64_t>(offset));
   for (size_t g = 0; g < count; g += 8) {
     const __m512i begin =
         _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(first_bytes + g)));
@@ -660,28 +731,29 @@ RLSCORE_AVX512 size_t WordSplitter::InnerWords(const Block& block, uint64_t star
     const __mmask8 numbers =
         _mm512_testn_epi64_mask(_mm512_srlv_epi64(not_digits, begin),
                                 _mm512_andnot_si512(_mm512_sllv_epi64(ones, length), ones));
-    // The eight Words, 24 bytes each (hash, offset, number), laid out in three vectors.
-    const __m512i fields[3] = {words, _mm512_add_epi64(base, begin),
-                               _mm512_maskz_mov_epi64(numbers, _mm512_set1_epi64(1))};
-    auto* const bytes = reinterpret_cast<char*>(out + g);
-    for (int v = 0; v < 3; ++v) {
-      const __m512i taken = _mm512_permutex2var_epi64(
-          fields[0], _mm512_load_si512(kLayout.hash_offset[v].data()), fields[1]);
-      _mm512_storeu_si512(
-          bytes + 64 * v,
-          _mm512_mask_permutexvar_epi64(taken, kLayout.number_lanes[v],
-                                        _mm512_load_si512(kLayout.word[v].data()), fields[2]));
-    }
+    emit.Eight(g, words, begin, numbers);
     const size_t lanes = std::min<size_t>(8, count - g);
     for (unsigned long_words =
              _mm512_cmpge_epu64_mask(length, _mm512_set1_epi64(16)) & ((1u << lanes) - 1);
          long_words != 0; long_words &= long_words - 1) {
       const auto k = static_cast<size_t>(std::countr_zero(long_words));
-      out[g + k] = WordInBlock(block, first_bytes[g + k],
-                               last_bytes[g + k] - first_bytes[g + k] + 1u, offset);
+      emit.One(g + k, WordInBlock(block, first_bytes[g + k],
+                                  last_bytes[g + k] - first_bytes[g + k] + 1u, offset));
     }
   }
   return count;
+}
+
+RLSCORE_AVX512 size_t WordSplitter::InnerWords(const Block& block, uint64_t starts, uint64_t ends,
+                                               size_t offset, Word* out) {
+  WordsOut emit{out, offset};
+  return HashInnerWords(block, starts, ends, offset, emit);
+}
+
+RLSCORE_AVX512 size_t WordSplitter::InnerWordKeys(const Block& block, uint64_t starts,
+                                                  uint64_t ends, KeyRoom out) {
+  KeysOut emit{out};
+  return HashInnerWords(block, starts, ends, 0, emit);
 }
 #undef RLSCORE_AVX512
 #if !defined(__clang__)
@@ -689,6 +761,7 @@ RLSCORE_AVX512 size_t WordSplitter::InnerWords(const Block& block, uint64_t star
 #endif
 #else
 size_t WordSplitter::InnerWords(const Block&, uint64_t, uint64_t, size_t, Word*) { return 0; }
+size_t WordSplitter::InnerWordKeys(const Block&, uint64_t, uint64_t, KeyRoom) { return 0; }
 void WordSplitter::VectorBlockOf(const char* bytes, Block* block) { BlockOf(bytes, block); }
 #endif
 
@@ -774,20 +847,30 @@ TextNgramReport FindRepeatedWordsInText(std::string_view text, const NgramOption
   // the table doubles as a long clean text needs.
   stream.Reserve(std::min(text.size(), 4 * kPiece) / 4);
   // A piece's words, split before they are pushed: the split and the rule each run in a loop of
-  // their own, which keeps each one's state in registers. Written through a pointer into room for
-  // the most a piece can hold (a word ending at each of its bytes or at the character the piece
-  // before ended inside, and one that Finish ends) and a block's room past them: a vector's
-  // push_back would store its end and load it again for every word. Kept from call to call.
-  thread_local std::vector<Word> piece(kPiece + 4 + WordSplitter::kBlockWords);
+  // their own, which keeps each one's state in registers. Only what the rule reads of each word,
+  // its hash and number flag (no offset: a firing splits again below). Written through pointers
+  // into room for the most a piece can hold (a word ending at each of its bytes or at the
+  // character the piece before ended inside, and one that Finish ends) and a block's room past
+  // them: a vector's push_back would store its end and load it again for every word. Kept from
+  // call to call.
+  constexpr size_t kRoom = kPiece + 4 + WordSplitter::kBlockWords;
+  thread_local std::vector<uint64_t> hashes(kRoom);
+  thread_local std::vector<uint8_t> numbers(kRoom);
   struct Sink {
-    Word* end;
-    void operator()(const Word& w) { *end++ = w; }
-    Word* Room() const { return end; }
-    void Took(size_t count) { end += count; }
-  } sink{piece.data()};
+    uint64_t* hashes;
+    uint8_t* numbers;
+    size_t count = 0;
+    void operator()(const Word& w) {
+      hashes[count] = w.hash;
+      numbers[count] = w.number ? 1 : 0;
+      ++count;
+    }
+    WordSplitter::KeyRoom Keys() const { return {hashes + count, numbers + count}; }
+    void Took(size_t taken) { count += taken; }
+  } sink{hashes.data(), numbers.data()};
   const auto push = [&stream, &sink] {
-    stream.PushWords(std::span<const Word>(piece.data(), sink.end));
-    sink.end = piece.data();
+    stream.PushWordKeys(std::span<const uint64_t>(sink.hashes, sink.count), sink.numbers);
+    sink.count = 0;
   };
   WordSplitter splitter;
   for (size_t at = 0; at < text.size() && !stream.fired(); at += kPiece) {

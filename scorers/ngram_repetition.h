@@ -183,6 +183,10 @@ class NgramStream {
   // end. Same reports; for a scan that has its words at hand it is faster, since the stream's
   // state stays in registers from one word to the next.
   bool PushWords(std::span<const Word> words);
+  // PushWords of words given by what the rule reads of them: `hashes[i]` and `numbers[i]` (1 for
+  // a number word, else 0) for each i below hashes.size(). WordSplitter writes words this way
+  // into a sink that asks for it, with less to move than whole Words.
+  bool PushWordKeys(std::span<const uint64_t> hashes, const uint8_t* numbers);
 
   bool fired() const { return report_.fired; }
   const NgramReport& report() const { return report_; }
@@ -225,6 +229,10 @@ class NgramStream {
   // rule's path before it counts, which almost every word of a clean text takes, is inline below;
   // everything else is PushMixedSlow.
   bool PushMixed(uint64_t mixed, bool number);
+  // PushWords over a run of words that gives each word's `hash(i)` and `number(i)`, `size()` of
+  // them. By value: the window's byte stores may alias anything reached through a reference.
+  template <typename Run>
+  bool PushRun(Run words);
   bool PushMixedSlow(uint64_t mixed, bool number);
   Slot& Add(size_t start, uint64_t hash);
   void Grow(size_t capacity);
@@ -419,7 +427,12 @@ class WordSplitter {
 
   // on_word is called with each word. It may also take a block's words at once, as a sink of
   // words in memory does: `Word* Room()`, where kBlockWords may be written, and `Took(count)`,
-  // the number written there.
+  // the number written there; or, for a sink that keeps only what the n-gram rule reads
+  // (NgramStream::PushWordKeys), `KeyRoom Keys()` and `Took(count)`.
+  struct KeyRoom {
+    uint64_t* hashes;  // room for kBlockWords each
+    uint8_t* numbers;
+  };
   template <typename OnWord>
   void Feed(std::string_view piece, OnWord&& on_word) {
     Feed(piece, on_word, /*by_blocks=*/true);
@@ -583,7 +596,9 @@ class WordSplitter {
       const uint64_t inner = starts & ~run_on;
       if (inner != 0) {
         const uint64_t inner_ends = ends & ~((inner & (~inner + 1)) - 1);
-        if constexpr (requires { on_word.Room(); }) {
+        if constexpr (requires { on_word.Keys(); }) {
+          on_word.Took(InnerWordKeys(block, inner, inner_ends, on_word.Keys()));
+        } else if constexpr (requires { on_word.Room(); }) {
           on_word.Took(InnerWords(block, inner, inner_ends, offset_, on_word.Room()));
         } else {
           Word words[kBlockWords];
@@ -647,6 +662,13 @@ class WordSplitter {
   // Only where CpuHasVectorWords().
   static size_t InnerWords(const Block& block, uint64_t starts, uint64_t ends, size_t offset,
                            Word* out);
+  // The same words' hashes and number flags, written to `out`.
+  static size_t InnerWordKeys(const Block& block, uint64_t starts, uint64_t ends, KeyRoom out);
+  // InnerWords' work, each eight words' fields handed to `emit` to write (HashedEight, in the
+  // definition).
+  template <typename Emit>
+  static size_t HashInnerWords(const Block& block, uint64_t starts, uint64_t ends, size_t offset,
+                               Emit& emit);
   // The word of `length` (1 to 63) bytes at `begin`, inside the block, whatever its length.
   static Word WordInBlock(const Block& block, unsigned begin, unsigned length, size_t offset);
 

@@ -689,7 +689,8 @@ TEST(NgramStream, StopsExactlyWhereTheBatchRuleFires) {
 // PushWords takes runs of words on a path of its own: it must report exactly what PushWord does
 // one word at a time, with the rule's options drawn at random (short windows and reaches, shares
 // from 1 to 100 %, number runs off or of 1 to 6), the words cut into runs of every size, and
-// counting that starts, fires or is cut off by a number run inside a run.
+// counting that starts, fires or is cut off by a number run inside a run. So must PushWordKeys,
+// the same runs given as hashes and number flags.
 TEST(NgramStream, PushWordsReportsWhatPushWordDoes) {
   std::mt19937_64 rng(20261206);
   int fired[3] = {0, 0, 0};  // by an n-gram, by a number run, not at all
@@ -718,13 +719,27 @@ TEST(NgramStream, PushWordsReportsWhatPushWordDoes) {
     for (const Word& word : words) {
       if (one.PushWord(word)) break;
     }
-    NgramStream runs(options);
-    bool runs_fired = false;
+    std::vector<uint64_t> hashes;
+    std::vector<uint8_t> numbers;
+    for (const Word& word : words) {
+      hashes.push_back(word.hash);
+      numbers.push_back(word.number ? 1 : 0);
+    }
+    NgramStream runs(options), keys(options);
+    bool runs_fired = false, keys_fired = false;
     for (size_t at = 0; at < words.size() && !runs_fired;) {
       const size_t take = std::min<size_t>(words.size() - at, 1 + rng() % 64);
       runs_fired = runs.PushWords(std::span<const Word>(words.data() + at, take));
+      keys_fired =
+          keys.PushWordKeys(std::span<const uint64_t>(hashes.data() + at, take), &numbers[at]);
+      ASSERT_EQ(keys_fired, runs_fired);
       at += take;
     }
+    ASSERT_EQ(keys.tokens(), runs.tokens());
+    EXPECT_EQ(keys.report().token_offset, runs.report().token_offset);
+    EXPECT_EQ(keys.report().first_token_offset, runs.report().first_token_offset);
+    EXPECT_EQ(keys.report().number_run, runs.report().number_run);
+    EXPECT_EQ(keys.report().recurring_percent, runs.report().recurring_percent);
     ASSERT_EQ(runs_fired, one.fired());
     ASSERT_EQ(runs.fired(), one.fired());
     // A run that fires stops at the word that fired: both streams hold the same words.
@@ -896,9 +911,33 @@ class WordSink {
   std::vector<Word>* words_;
 };
 
+// A sink that keeps only what the n-gram rule reads of each word, and takes a block's words at
+// once in that form (WordSplitter::KeyRoom).
+class KeySink {
+ public:
+  void operator()(const Word& w) {
+    hashes.push_back(w.hash);
+    numbers.push_back(w.number ? 1 : 0);
+  }
+  WordSplitter::KeyRoom Keys() {
+    hashes.resize(hashes.size() + WordSplitter::kBlockWords);
+    numbers.resize(numbers.size() + WordSplitter::kBlockWords);
+    return {hashes.data() + hashes.size() - WordSplitter::kBlockWords,
+            numbers.data() + numbers.size() - WordSplitter::kBlockWords};
+  }
+  void Took(size_t count) {
+    hashes.resize(hashes.size() - WordSplitter::kBlockWords + count);
+    numbers.resize(numbers.size() - WordSplitter::kBlockWords + count);
+  }
+
+  std::vector<uint64_t> hashes;
+  std::vector<uint8_t> numbers;
+};
+
 // Feed takes 64 bytes at a time where it can, and gives exactly the words of its byte-at-a-time
 // definition, whether it hashes a block's words in vector lanes (where the CPU has them) or one
-// at a time, and whether it hands them over one by one or into a sink's memory: long texts of
+// at a time, and whether it hands them over one by one, into a sink's memory or as their hashes
+// and number flags only: long texts of
 // every byte class (runs longer than a block and than a hash chunk; three-byte characters that
 // separate words, that are word bytes, or that are words of their own, and broken sequences), cut
 // into pieces of every size around the blocks.
@@ -945,24 +984,28 @@ TEST(WordSplitter, BlocksGiveTheBytewiseWords) {
     }
     const size_t base = rng() % 1000;
     std::vector<Word> blocks, scalar_blocks, sunk, bytes;
-    WordSplitter by_blocks(base), by_scalar_blocks(base), into_sink(base), bytewise(base);
+    WordSplitter by_blocks(base), by_scalar_blocks(base), into_sink(base), into_keys(base),
+        bytewise(base);
     by_scalar_blocks.UseVectorWords(false);
     const auto keep_blocks = [&blocks](const Word& w) { blocks.push_back(w); };
     const auto keep_scalar_blocks = [&scalar_blocks](const Word& w) { scalar_blocks.push_back(w); };
     const auto keep_bytes = [&bytes](const Word& w) { bytes.push_back(w); };
     WordSink sink(&sunk);
+    KeySink keys;
     for (size_t at = 0; at < text.size();) {
       const size_t len = std::min<size_t>(text.size() - at, rng() % 200);
       const std::string_view piece = std::string_view(text).substr(at, len);
       by_blocks.Feed(piece, keep_blocks);
       by_scalar_blocks.Feed(piece, keep_scalar_blocks);
       into_sink.Feed(piece, sink);
+      into_keys.Feed(piece, keys);
       bytewise.FeedBytewise(piece, keep_bytes);
       at += len;
     }
     by_blocks.Finish(keep_blocks);
     by_scalar_blocks.Finish(keep_scalar_blocks);
     into_sink.Finish(sink);
+    into_keys.Finish(keys);
     bytewise.Finish(keep_bytes);
     for (const std::vector<Word>* got : {&blocks, &scalar_blocks, &sunk}) {
       ASSERT_EQ(got->size(), bytes.size()) << text;
@@ -971,6 +1014,11 @@ TEST(WordSplitter, BlocksGiveTheBytewiseWords) {
         ASSERT_EQ((*got)[i].offset, bytes[i].offset) << i << " " << text;
         ASSERT_EQ((*got)[i].number, bytes[i].number) << i << " " << text;
       }
+    }
+    ASSERT_EQ(keys.hashes.size(), bytes.size()) << text;
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      ASSERT_EQ(keys.hashes[i], bytes[i].hash) << i << " " << text;
+      ASSERT_EQ(keys.numbers[i], bytes[i].number ? 1 : 0) << i << " " << text;
     }
   }
 }
