@@ -3,6 +3,7 @@
 // dash, curly quote or arrow after every 25th word (three-byte characters that separate words or
 // are word bytes); and the same words written in Chinese characters, each a word of its own.
 // With --texts=FILE, also the "completion" of each line of a JSONL file (real model outputs).
+// BM_RuleOverSplitWords times the rule alone, over words split beforehand.
 // Results in docs/PERFORMANCE.md ("Evaluation CLI").
 //
 //   cmake --build build -j2 --target word_scan_bench && ./build/bench/word_scan_bench
@@ -91,6 +92,26 @@ void BM_RepeatedWordsInText(benchmark::State& state, Script script) {
 BENCHMARK_CAPTURE(BM_RepeatedWordsInText, ascii, Script::kAscii);
 BENCHMARK_CAPTURE(BM_RepeatedWordsInText, punctuated, Script::kPunctuated);
 BENCHMARK_CAPTURE(BM_RepeatedWordsInText, chinese, Script::kChinese);
+
+// The rule alone, over the ASCII texts' words split beforehand (FindRepeatedWords, the smooth
+// penalty's way): a word a run of its own through NgramStream::PushWords.
+void BM_RuleOverSplitWords(benchmark::State& state) {
+  std::vector<std::vector<Word>> texts;
+  size_t words = 0;
+  for (uint64_t i = 0; i < 50; ++i) {
+    texts.push_back(NormalizedWords(bench::RealisticCompletion(3000, i)));
+    words += texts.back().size();
+  }
+  const NgramOptions options;
+  for (auto _ : state) {
+    for (const std::vector<Word>& text : texts) {
+      const NgramReport report = FindRepeatedWords(text, options);
+      benchmark::DoNotOptimize(report);
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * words));
+}
+BENCHMARK(BM_RuleOverSplitWords);
 
 }  // namespace
 }  // namespace rlscore::scorers
