@@ -229,11 +229,11 @@ class NgramStream {
   // rule's path before it counts, which almost every word of a clean text takes, is inline below;
   // everything else is PushMixedSlow.
   bool PushMixed(uint64_t mixed, bool number);
+  bool PushMixedSlow(uint64_t mixed, bool number);
   // PushWords over a run of words that gives each word's `hash(i)` and `number(i)`, `size()` of
   // them. By value: the window's byte stores may alias anything reached through a reference.
   template <typename Run>
   bool PushRun(Run words);
-  bool PushMixedSlow(uint64_t mixed, bool number);
   Slot& Add(size_t start, uint64_t hash);
   void Grow(size_t capacity);
   bool SameWindow(size_t a, size_t b) const;
