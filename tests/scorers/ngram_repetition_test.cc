@@ -937,10 +937,9 @@ class KeySink {
 // Feed takes 64 bytes at a time where it can, and gives exactly the words of its byte-at-a-time
 // definition, whether it hashes a block's words in vector lanes (where the CPU has them) or one
 // at a time, and whether it hands them over one by one, into a sink's memory or as their hashes
-// and number flags only: long texts of
-// every byte class (runs longer than a block and than a hash chunk; three-byte characters that
-// separate words, that are word bytes, or that are words of their own, and broken sequences), cut
-// into pieces of every size around the blocks.
+// and number flags only: long texts of every byte class (runs longer than a block and than a hash
+// chunk; three-byte characters that separate words, that are word bytes, or that are words of
+// their own, and broken sequences), cut into pieces of every size around the blocks.
 TEST(WordSplitter, BlocksGiveTheBytewiseWords) {
   std::mt19937_64 rng(7);
   static const char* const kParts[] = {"a",
