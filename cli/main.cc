@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/score.h"
+#include "common/cpu_features.h"
 #if RLSCORE_WITH_TRANSPORT
 #include "cli/health.h"
 #include "cli/serve.h"
@@ -41,6 +42,11 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // A client that disappears mid-write must not kill the process.
   signal(SIGPIPE, SIG_IGN);
+
+  if (const std::string error = rlscore::CpuIsaEnvironmentError(); !error.empty()) {
+    std::cerr << "rlscore: " << error << "\n";
+    return 2;
+  }
 
   const std::vector<std::string> args(argv + (argc > 1 ? 2 : 1), argv + argc);
   const std::string command = argc > 1 ? argv[1] : "";

@@ -450,7 +450,7 @@ bool ReadTokenIds(ondemand::value value, v1::Completion* completion) {
 }  // namespace
 
 struct RolloutReader::Parser {
-  ondemand::parser parser;
+  ondemand::parser parser = json_ondemand::NewParser();
 };
 
 RolloutReader::RolloutReader(FieldNames names)

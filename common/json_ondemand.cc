@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/cpu_features.h"
@@ -224,6 +225,22 @@ bool AppendInteger(ondemand::value value, std::string* out) {
 bool AtEnd(ondemand::document& doc) {
   const char* trailing = nullptr;
   return doc.current_location().get(trailing) == simdjson::OUT_OF_BOUNDS;
+}
+
+ondemand::parser NewParser() {
+  // Once, before the first parser allocates its kernels (an atomic store in simdjson). AVX2's
+  // kernels need more than AVX2 (PCLMULQDQ): on a CPU without them simdjson's own choice is
+  // below AVX2 anyway, and stays.
+  [[maybe_unused]] static const bool capped = [] {
+    const std::optional<CpuIsa> cap = CpuIsaFromEnvironment();
+    if (!cap.has_value() || *cap == CpuIsa::kAvx512) return false;
+    const simdjson::implementation* kernels =
+        simdjson::get_available_implementations()[*cap == CpuIsa::kSse2 ? "fallback" : "haswell"];
+    if (kernels == nullptr || !kernels->supported_by_runtime_system()) return false;
+    simdjson::get_active_implementation() = kernels;
+    return true;
+  }();
+  return ondemand::parser();
 }
 
 bool HasControlByte(std::string_view text) {

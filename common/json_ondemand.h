@@ -5,6 +5,7 @@
 // which decides and names any error. So simdjson is the speed, and nlohmann stays the meaning.
 //
 //   if (json_ondemand::HasControlByte(text)) return Reference(text);
+//   ondemand::parser parser = json_ondemand::NewParser();
 //   ondemand::document doc;
 //   if (parser.iterate(text.data(), text.size(), text.size() + json_ondemand::kPadding).get(doc))
 //     return Reference(text);
@@ -26,6 +27,11 @@ namespace ondemand = simdjson::ondemand;
 
 // Readable bytes simdjson needs after the text it parses (of any content).
 inline constexpr size_t kPadding = simdjson::SIMDJSON_PADDING;
+
+// A parser whose kernels keep within RLSCORE_MAX_CPU_ISA (common/cpu_features.h), as ours do:
+// left to itself, simdjson takes the best that the CPU has. Every parser of these readers comes
+// from here.
+ondemand::parser NewParser();
 
 // Whether `text` has a byte below 0x20. Raw control bytes are errors inside JSON strings and
 // whitespace (tab, CR, LF) outside them; either way, text the reference should read.

@@ -260,7 +260,7 @@ void AddLabel(const Label& label, v1::Group* group) {
 
 // A thread's parser and padded copy of the body; both grow to the largest body it has read.
 struct FastParser {
-  ondemand::parser parser;
+  ondemand::parser parser = json_ondemand::NewParser();
   std::string padded;
 
   // The body's object, or false: for a control byte (or an unparsable body).

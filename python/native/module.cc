@@ -20,6 +20,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "advantage/advantage.h"
+#include "common/cpu_features.h"
 #include "common/mutex.h"
 #include "engine/advantage_mapping.h"
 #include "engine/config.h"
@@ -291,6 +292,7 @@ PYBIND11_MODULE(_native, m) {
   m.doc() = "rlscore's engine in process (use the rlscore package, not this module)";
 
   m.def("_set_error_class", [](py::object cls) { ErrorClass() = std::move(cls); });
+  m.def("_cpu_isa_environment_error", [] { return rlscore::CpuIsaEnvironmentError(); });
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

@@ -24,6 +24,10 @@ def native():
                         "rlscore's native module is missing: install the package with the "
                         "README's command (it builds the engine), or build the repository with "
                         "-DRLSCORE_PYTHON=ON and put build/python on sys.path") from e
+                # The executables refuse such a value at start; the package, at first use.
+                cpu_isa_error = _native._cpu_isa_environment_error()
+                if cpu_isa_error:
+                    raise ValueError(cpu_isa_error)
                 _native._set_error_class(Error)
                 _module = _native
     return _module

@@ -44,7 +44,7 @@ TEST(JsonOndemand, HasControlByteAgreesWithItsDefinitionEverywhere) {
 
 // The string "s" of the object `json` as ReadString reads it; nullopt when it refuses it.
 std::optional<std::string> ReadField(const std::string& json) {
-  static simdjson::ondemand::parser parser;
+  static simdjson::ondemand::parser parser = json_ondemand::NewParser();
   const simdjson::padded_string padded(json);
   simdjson::ondemand::document doc;
   simdjson::ondemand::value value;

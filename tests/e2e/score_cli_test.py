@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """End-to-end: `rlscore score` on a 10,000-line JSONL file, in-process and through a server.
 
-Both ways must write byte-identical results and the same summary; every line gets the verdict
-its generator intended (tests/e2e/make_rollouts.py); malformed lines are reported with their line
-number and skipped, or stop the run with --on-error=fail; the HTML report opens in headless
-Chromium where Debian's `chromium` is installed. Run by ctest; standalone:
+Both ways, and in-process under each RLSCORE_MAX_CPU_ISA, must write byte-identical results and
+the same summary; every line gets the verdict its generator intended (tests/e2e/make_rollouts.py);
+malformed lines are reported with their line number and skipped, or stop the run with
+--on-error=fail; the HTML report opens in headless Chromium where Debian's `chromium` is
+installed. Run by ctest; standalone:
 
   /usr/bin/python3 tests/e2e/score_cli_test.py --binary build/cli/rlscore -v
 """
@@ -59,9 +60,9 @@ def write_corpus(path):
     return good
 
 
-def run_score(*args, stdin=None):
+def run_score(*args, stdin=None, env=None):
     return subprocess.run([ARGS.binary, "score", *args], input=stdin, capture_output=True,
-                          timeout=600)
+                          timeout=600, env=None if env is None else {**os.environ, **env})
 
 
 def summary(stderr):
@@ -118,6 +119,26 @@ class ScoreCliTest(unittest.TestCase):
         self.assertEqual(self.local.returncode, 0, self.local.stderr.decode())
         with open(self.local_out, "rb") as f:
             self.assertEqual(hashlib.sha256(f.read()).hexdigest(), GOLDEN_OUTPUT_SHA256)
+
+    def test_every_instruction_set_gives_the_golden_output(self):
+        # The vector paths (AVX-512 where this CPU has it) against the code an older CPU runs:
+        # the same bytes, so a result never depends on the machine that scored it.
+        for ceiling in ["avx2", "sse2"]:
+            out = os.path.join(self.dir, "capped-%s.jsonl" % ceiling)
+            done = run_score(self.input, "--output", out, "--pass-at-k", "1,4,8",
+                             env={"RLSCORE_MAX_CPU_ISA": ceiling})
+            self.assertEqual(done.returncode, 0, done.stderr.decode())
+            self.assertEqual(summary(done.stderr), summary(self.local.stderr), ceiling)
+            with open(out, "rb") as f:
+                self.assertEqual(hashlib.sha256(f.read()).hexdigest(), GOLDEN_OUTPUT_SHA256,
+                                 ceiling)
+
+    def test_an_unknown_instruction_set_is_refused(self):
+        done = run_score(self.input, "--output", os.devnull,
+                         env={"RLSCORE_MAX_CPU_ISA": "avx-512"})
+        self.assertEqual(done.returncode, 2)
+        self.assertIn('RLSCORE_MAX_CPU_ISA="avx-512" names no instruction set: '
+                      "use sse2, avx2 or avx512", done.stderr.decode())
 
     def test_malformed_lines_are_reported_with_their_number_and_skipped(self):
         results = {r["line"]: r for r in self.results(self.local_out)}

@@ -1,6 +1,9 @@
 """rlscore.Engine in process: the server's answers, bit for bit, without a server."""
 
 import math
+import os
+import subprocess
+import sys
 import threading
 
 import numpy
@@ -201,3 +204,34 @@ def test_instruction_following_bad_reference_is_unscorable_and_named(engine):
     assert rlscore.Verdict(reply.results[0].verdict) == rlscore.Verdict.UNPARSEABLE_REFERENCE
     assert 'instruction 1 (keywords:frequency): argument "relation" is required' in \
         reply.results[0].detail
+
+
+# Scores groups() in a fresh interpreter with RLSCORE_MAX_CPU_ISA set to `ceiling`; prints the
+# reply's bytes as hex.
+CAPPED_RUN = """
+import rlscore, test_engine
+reply = rlscore.Engine(threads=2).score_groups(test_engine.groups())
+print(reply.SerializeToString(deterministic=True).hex())
+"""
+
+
+def run_capped(ceiling):
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, RLSCORE_MAX_CPU_ISA=ceiling,
+               PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-c", CAPPED_RUN], env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_every_instruction_set_gives_the_same_reply(engine):
+    expected = engine.score_groups(groups()).SerializeToString(deterministic=True).hex()
+    for ceiling in ["avx2", "sse2"]:
+        done = run_capped(ceiling)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == expected, ceiling
+
+
+def test_an_unknown_instruction_set_is_refused_by_name():
+    done = run_capped("avx-512")
+    assert done.returncode != 0
+    assert 'ValueError: RLSCORE_MAX_CPU_ISA="avx-512" names no instruction set' in done.stderr
