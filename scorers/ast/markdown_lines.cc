@@ -496,24 +496,20 @@ inline ByteClasses Classify64(const char* p, bool prose) {
   }
   return m;
 }
-#endif
 
-// A line's fingerprint (see FingerprintTable): 64 bytes at a time where SSE2 is there, with
-// exactly FingerprintBytes' result. A run byte is in a run; an ignored byte is in one when the
-// byte before it is, which an addition carries through a stretch of ignored bytes at once. The
-// last bytes of a line are read as a whole block where `readable` bytes from s.data() allow, the
-// bytes past the line masked out of every class, as separators would be: most lines are shorter
-// than a block, and a byte at a time costs them more. (Only the lines that end within 64 bytes of
-// the text's end are copied into a block of spaces first.)
-uint64_t Fingerprint(std::string_view s, size_t readable, const FingerprintTable& table) {
+// A line's fingerprint as the classes of its 64-byte blocks come (Classify64 or its AVX2 twin):
+// a run byte is in a run; an ignored byte is in one when the byte before it is, which an
+// addition carries through a stretch of ignored bytes at once. `kPopcnt`: counted with the POPCNT
+// instruction, in code compiled for it.
+struct FingerprintSum {
   uint64_t runs = 0;
   uint64_t weights = 0;
   uint64_t in_run = 0;
-#if defined(__SSE2__)
-  const bool prose = table.of[static_cast<unsigned char>('*')] == 2;
-  // The bytes of `p` that belong to the line: the others count as separators.
-  const auto take = [&](const char* p, uint64_t line) {
-    ByteClasses m = Classify64(p, prose);
+
+  // Adds the block at `p` whose classes are `m`; the bytes of `p` outside `line` do not belong to
+  // the line and count as separators.
+  template <bool kPopcnt>
+  void Take(ByteClasses m, const char* p, uint64_t line, const FingerprintTable& table) {
     m.run &= line;
     m.ignored &= line;
     m.weighted &= line;
@@ -522,31 +518,127 @@ uint64_t Fingerprint(std::string_view s, size_t readable, const FingerprintTable
     const uint64_t starts = ((m.run << 1) | in_run) & m.ignored;
     const uint64_t carried = ((m.ignored + starts) ^ m.ignored) & m.ignored;
     const uint64_t inside = m.run | carried;
-    runs += Ones(m.run & ~((inside << 1) | in_run));
+    const uint64_t first = m.run & ~((inside << 1) | in_run);
+    runs += kPopcnt ? static_cast<uint64_t>(__builtin_popcountll(first)) : Ones(first);
     in_run = inside >> 63;
     for (uint64_t w = m.weighted; w != 0; w &= w - 1) {
       weights += table.of[static_cast<unsigned char>(p[std::countr_zero(w)])];
     }
-  };
-  size_t i = 0;
-  for (; i + 64 <= s.size(); i += 64) take(s.data() + i, ~uint64_t{0});
-  if (i < s.size()) {
-    const uint64_t line = (uint64_t{1} << (s.size() - i)) - 1;
-    if (readable - i >= 64) {
-      take(s.data() + i, line);
-    } else {
-      char last[64];
-      std::memset(last, ' ', sizeof last);
-      std::memcpy(last, s.data() + i, s.size() - i);
-      take(last, line);
-    }
   }
+};
+
+// The last `size` (1 to 63) bytes of a line at `p` as a block of 64, from `p` itself where
+// `readable` bytes from it allow, else copied into `spare` among spaces; with the mask of the
+// line's bytes in it.
+inline const char* LastBlock(const char* p, size_t size, size_t readable, char (&spare)[64],
+                             uint64_t* line) {
+  *line = (uint64_t{1} << size) - 1;
+  if (readable >= 64) return p;
+  std::memset(spare, ' ', sizeof spare);
+  std::memcpy(spare, p, size);
+  return spare;
+}
+#endif
+
+// A line's fingerprint (see FingerprintTable): 64 bytes at a time where SSE2 is there, with
+// exactly FingerprintBytes' result. The last bytes of a line are read as a whole block where
+// `readable` bytes from s.data() allow, the bytes past the line masked out of every class, as
+// separators would be: most lines are shorter than a block, and a byte at a time costs them more.
+// (Only the lines that end within 64 bytes of the text's end are copied into a block of spaces
+// first.)
+uint64_t Fingerprint(std::string_view s, size_t readable, const FingerprintTable& table) {
+#if defined(__SSE2__)
+  const bool prose = table.of[static_cast<unsigned char>('*')] == 2;
+  FingerprintSum sum;
+  size_t i = 0;
+  for (; i + 64 <= s.size(); i += 64) {
+    sum.Take<false>(Classify64(s.data() + i, prose), s.data() + i, ~uint64_t{0}, table);
+  }
+  if (i < s.size()) {
+    char spare[64];
+    uint64_t line;
+    const char* p = LastBlock(s.data() + i, s.size() - i, readable - i, spare, &line);
+    sum.Take<false>(Classify64(p, prose), p, line, table);
+  }
+  return MixHash(sum.runs, sum.weights);
 #else
   (void)readable;
+  uint64_t runs = 0;
+  uint64_t weights = 0;
+  uint64_t in_run = 0;
   FingerprintBytes(s, table, &runs, &weights, &in_run);
-#endif
   return MixHash(runs, weights);
+#endif
 }
+
+#if defined(RLSCORE_VECTOR_SCAN)
+#define RLSCORE_AVX2_SCAN __attribute__((target("avx2,popcnt,bmi")))
+
+// Bit k: whether byte k of the 32 of `v` is `c`; whether it lies in [lo, lo + span] (unsigned:
+// its distance from lo is its minimum with span).
+RLSCORE_AVX2_SCAN inline uint64_t Equal32(__m256i v, char c) {
+  return static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(c))));
+}
+RLSCORE_AVX2_SCAN inline uint64_t InRange32(__m256i v, char lo, char span) {
+  const __m256i from = _mm256_sub_epi8(v, _mm256_set1_epi8(lo));
+  return static_cast<uint32_t>(
+      _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(from, _mm256_set1_epi8(span)), from)));
+}
+
+// Classify64 with AVX2: 32 bytes a step.
+RLSCORE_AVX2_SCAN inline ByteClasses Classify64Avx2(const char* p, bool prose) {
+  ByteClasses m;
+  for (int k = 0; k < 2; ++k) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * k));
+    const uint64_t run =
+        InRange32(_mm256_or_si256(v, _mm256_set1_epi8(0x20)), 'a', 25) | Equal32(v, '_');
+    uint64_t separator = InRange32(v, '0', 9) | Equal32(v, ' ') | Equal32(v, '\t') |
+                         InRange32(v, '\v', 2) | Equal32(v, '.');
+    uint64_t ignored = 0;
+    if (prose) {
+      separator |= Equal32(v, ',');
+      ignored = Equal32(v, '*');
+    }
+    m.run |= run << (32 * k);
+    m.ignored |= ignored << (32 * k);
+    m.weighted |= (~(run | separator | ignored) & 0xFFFFFFFF) << (32 * k);
+  }
+  return m;
+}
+
+// Fingerprint with AVX2. Exactly Fingerprint's result.
+RLSCORE_AVX2_SCAN uint64_t FingerprintAvx2(std::string_view s, size_t readable,
+                                           const FingerprintTable& table) {
+  const bool prose = table.of[static_cast<unsigned char>('*')] == 2;
+  FingerprintSum sum;
+  size_t i = 0;
+  for (; i + 64 <= s.size(); i += 64) {
+    sum.Take<true>(Classify64Avx2(s.data() + i, prose), s.data() + i, ~uint64_t{0}, table);
+  }
+  if (i < s.size()) {
+    char spare[64];
+    uint64_t line;
+    const char* p = LastBlock(s.data() + i, s.size() - i, readable - i, spare, &line);
+    sum.Take<true>(Classify64Avx2(p, prose), p, line, table);
+  }
+  return MixHash(sum.runs, sum.weights);
+}
+
+// The newlines among the `n - at` (at most 64) bytes of `p` from `at`, one bit each; the bytes
+// past `n` are not read.
+RLSCORE_AVX2_SCAN inline uint64_t NewlinesAtAvx2(const char* p, size_t n, size_t at) {
+  char spare[64];
+  const char* block = p + at;
+  if (n - at < 64) {
+    std::memset(spare, 0, sizeof spare);
+    std::memcpy(spare, p + at, n - at);
+    block = spare;
+  }
+  const auto low = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block));
+  const auto high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 32));
+  return Equal32(low, '\n') | Equal32(high, '\n') << 32;
+}
+#endif
 
 #if defined(RLSCORE_VECTOR_SCAN)
 // GCC 12's AVX-512 intrinsics start some results from an undefined vector (_mm512_reduce_add_epi64
@@ -814,7 +906,50 @@ RLSCORE_AVX512_SCAN LineScan ScanAvx512(std::string_view text) {
   SegmentBlocks(text, &scan);
   return scan;
 }
+
+// ScanAvx512's way with AVX2 (ScanPortable's on CPUs that have AVX2 but not AVX-512 with VBMI):
+// the newlines of 64 bytes as one mask, and FingerprintAvx2.
+RLSCORE_AVX2_SCAN LineScan ScanAvx2(std::string_view text) {
+  LineScan scan;
+  scan.lines.reserve(text.size() / 48 + 1);
+  LineSteps steps(&scan);
+  const char* const p = text.data();
+  const size_t n = text.size();
+  size_t base = 0;  // the 64 bytes from here hold the newlines in `newlines` not yet taken
+  uint64_t newlines = n > 0 ? NewlinesAtAvx2(p, n, 0) : 0;
+  size_t begin = 0;
+  for (;;) {
+    while (newlines == 0 && base + 64 < n) {
+      base += 64;
+      newlines = NewlinesAtAvx2(p, n, base);
+    }
+    const bool last = newlines == 0;
+    const size_t end = last ? n : base + static_cast<size_t>(_tzcnt_u64(newlines));
+    newlines &= newlines - 1;
+    if (const FingerprintTable* table = steps.Add(text, begin, end)) {
+      Line& line = scan.lines.back();
+      line.fingerprint = FingerprintAvx2(text.substr(line.content_begin, end - line.content_begin),
+                                         n - line.content_begin, *table);
+    }
+    if (last) break;
+    begin = end + 1;
+  }
+  steps.Finish(n);
+  SegmentBlocks(text, &scan);
+  return scan;
+}
 #endif
+
+// Whether `isa` runs ScanAvx2 here.
+bool Avx2Scan(ScanIsa isa) {
+#if defined(RLSCORE_VECTOR_SCAN)
+  const CpuFeatures& cpu = Cpu();
+  return isa == ScanIsa::kBest && cpu.avx2 && cpu.popcnt && cpu.bmi1;
+#else
+  (void)isa;
+  return false;
+#endif
+}
 
 }  // namespace
 
@@ -828,11 +963,13 @@ bool CpuHasVectorScan() {
 }
 
 uint64_t LineFingerprint(std::string_view content, size_t readable, bool code, ScanIsa isa) {
+  const FingerprintTable& table = code ? kCodeFingerprint : kProseFingerprint;
 #if defined(RLSCORE_VECTOR_SCAN)
   if (VectorScan(isa))
     return FingerprintAvx512(content.data(), content.size(), !code, LoadWeights());
+  if (Avx2Scan(isa)) return FingerprintAvx2(content, readable, table);
 #endif
-  return Fingerprint(content, readable, code ? kCodeFingerprint : kProseFingerprint);
+  return Fingerprint(content, readable, table);
 }
 
 uint64_t LineFingerprintBytewise(std::string_view content, bool code) {
@@ -854,6 +991,7 @@ uint64_t MixHash(uint64_t h, uint64_t value) {
 LineScan ScanStructure(std::string_view text, ScanIsa isa) {
 #if defined(RLSCORE_VECTOR_SCAN)
   if (VectorScan(isa)) return ScanAvx512(text);
+  if (Avx2Scan(isa)) return ScanAvx2(text);
 #endif
   return ScanPortable(text);
 }

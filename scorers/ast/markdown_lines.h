@@ -88,9 +88,9 @@ struct LineScan {
 // Mixes `value` into the running hash `h` (order-sensitive, 64-bit).
 uint64_t MixHash(uint64_t h, uint64_t value);
 
-// Which code scans: AVX-512 where the CPU has it (with VBMI; CpuHasVectorScan), else the portable
-// code (kBest); or the portable code always. Both give exactly the same results; tests compare
-// them.
+// Which code scans: AVX-512 where the CPU has it (with VBMI; CpuHasVectorScan), else AVX2 where
+// it has that, else the portable code (kBest); or the portable code always. All give exactly the
+// same results; tests compare them (under each RLSCORE_MAX_CPU_ISA, common/cpu_features.h).
 enum class ScanIsa { kBest, kPortable };
 bool CpuHasVectorScan();
 
