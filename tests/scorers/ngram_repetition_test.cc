@@ -1022,6 +1022,42 @@ TEST(WordSplitter, BlocksGiveTheBytewiseWords) {
   }
 }
 
+// The blocks classify every byte value as the bytewise definition does, at every place of a
+// block: texts of random bytes, a third over all 256 values, a third letters and digits, a third
+// the bytes at either end of their ranges and just outside them; split with vector lanes where
+// the CPU has them and one at a time (ctest also runs this file under RLSCORE_MAX_CPU_ISA=avx2,
+// where no split uses lanes).
+TEST(WordSplitter, BlocksClassifyEveryByteValueAsTheBytewiseDefinition) {
+  std::mt19937_64 rng(17);
+  static const char kEdges[] = "/09:@AZ[`az{";
+  for (int k = 0; k < 3000; ++k) {
+    std::string text(64 + rng() % 200, ' ');
+    for (char& c : text) {
+      const uint64_t pick = rng() % 3;
+      c = pick == 0   ? kEdges[rng() % (sizeof(kEdges) - 1)]
+          : pick == 1 ? static_cast<char>(rng() % 256)
+                      : "abcXYZ0189"[rng() % 10];
+    }
+    std::vector<Word> vector_words, scalar_words, bytes;
+    WordSplitter by_blocks, by_scalar_blocks, bytewise;
+    by_scalar_blocks.UseVectorWords(false);
+    by_blocks.Feed(text, [&](const Word& w) { vector_words.push_back(w); });
+    by_blocks.Finish([&](const Word& w) { vector_words.push_back(w); });
+    by_scalar_blocks.Feed(text, [&](const Word& w) { scalar_words.push_back(w); });
+    by_scalar_blocks.Finish([&](const Word& w) { scalar_words.push_back(w); });
+    bytewise.FeedBytewise(text, [&](const Word& w) { bytes.push_back(w); });
+    bytewise.Finish([&](const Word& w) { bytes.push_back(w); });
+    for (const std::vector<Word>* got : {&vector_words, &scalar_words}) {
+      ASSERT_EQ(got->size(), bytes.size()) << testing::PrintToString(text);
+      for (size_t i = 0; i < bytes.size(); ++i) {
+        ASSERT_EQ((*got)[i].hash, bytes[i].hash) << i << " " << testing::PrintToString(text);
+        ASSERT_EQ((*got)[i].offset, bytes[i].offset) << i;
+        ASSERT_EQ((*got)[i].number, bytes[i].number) << i;
+      }
+    }
+  }
+}
+
 // A stream built on another's released memory (what the batch scans do on each thread) reports
 // what a fresh one does, whatever the previous stream held: its table, tokens and window.
 // The loop rule as stated, with an ordered map of every n-gram seen (no hashing, no near table):
