@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/cpu_features.h"
+
 namespace rlscore {
 namespace {
 
@@ -79,6 +81,23 @@ TEST(JsonOndemand, ReadStringUnescapesAsTheReference) {
     const std::string json = std::string("{\"s\": \"") + std::string(70, 'p') + bad + "\"}";
     EXPECT_FALSE(ReadField(json).has_value()) << json;
     EXPECT_TRUE(nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false).is_discarded());
+  }
+}
+
+// The parsers keep simdjson's kernels within RLSCORE_MAX_CPU_ISA as ours keep theirs (ctest runs
+// this file under each cap): none past AVX2 under avx2, the portable ones under sse2.
+TEST(JsonOndemand, NewParserKeepsSimdjsonWithinTheCap) {
+  simdjson::ondemand::parser parser = json_ondemand::NewParser();
+  const simdjson::padded_string json(std::string("{\"s\": \"x\"}"));
+  simdjson::ondemand::document doc;
+  ASSERT_FALSE(parser.iterate(json).get(doc));
+  const std::string kernels(simdjson::get_active_implementation()->name());
+  const std::optional<CpuIsa> cap = CpuIsaFromEnvironment();
+  ASSERT_TRUE(cap.has_value());
+  if (*cap == CpuIsa::kSse2) {
+    EXPECT_EQ(kernels, "fallback");
+  } else if (*cap == CpuIsa::kAvx2) {
+    EXPECT_NE(kernels, "icelake");
   }
 }
 
