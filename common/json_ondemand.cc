@@ -122,7 +122,8 @@ __attribute__((target("avx512f,avx512bw"))) bool HasControlByteAvx512(std::strin
   return false;
 }
 
-// HasControlByte's 64-byte steps with AVX2, 128 bytes at a time, over a text of whole steps.
+// HasControlByte with AVX2 over the whole 128-byte steps of `text`, four 32-byte compares a step;
+// the bytes after the last whole step are the caller's.
 __attribute__((target("avx2"))) bool HasControlByteAvx2(std::string_view text) {
   const __m256i limit = _mm256_set1_epi8(0x1F);
   for (size_t i = 0; i + 128 <= text.size(); i += 128) {
@@ -264,7 +265,7 @@ bool HasControlByte(std::string_view text) {
   if (vector) return HasControlByteAvx512(text);
   static const bool avx2 = Cpu().avx2;
   if (avx2) {
-    if (HasControlByteAvx2(text.substr(0, text.size() / 128 * 128))) return true;
+    if (HasControlByteAvx2(text)) return true;
     i = text.size() / 128 * 128;  // the rest as below
   }
 #endif

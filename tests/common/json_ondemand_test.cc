@@ -21,8 +21,9 @@ bool HasControlByteBytewise(std::string_view text) {
 }
 
 // Every byte value at every place of texts of 0 to 200 bytes and around 256 and 512, so that
-// each of the scan's strides (256 bytes and 64 with AVX-512; 64, 8, then single bytes without)
-// meets every byte, and its edges too.
+// each of the scan's strides (256 bytes and 64 with AVX-512; 128 with AVX2, then 64, 8 and single
+// bytes as without either) meets every byte, and its edges too. ctest runs it under each
+// RLSCORE_MAX_CPU_ISA.
 TEST(JsonOndemand, HasControlByteAgreesWithItsDefinitionEverywhere) {
   std::vector<size_t> sizes;
   for (size_t size = 0; size <= 200; ++size) sizes.push_back(size);
