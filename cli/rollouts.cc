@@ -28,11 +28,18 @@ std::string FieldError(std::string_view key, std::string_view what, const Json& 
   return absl::StrCat("field \"", Sv(key), "\": expected ", Sv(what), ", got ", got.type_name());
 }
 
-absl::Status ReadString(const Json& line, std::string_view key, std::string* out) {
+// A prompt id is a string, or an integer kept as its decimal text (datasets often number their
+// prompts): 17 and "17" name the same prompt.
+absl::Status ReadPromptId(const Json& line, std::string_view key, std::string* out) {
   const auto it = line.find(key);
   if (it == line.end() || it->is_null()) return absl::OkStatus();
-  if (!it->is_string()) return absl::InvalidArgumentError(FieldError(key, "a string", *it));
-  *out = it->get_ref<const std::string&>();
+  if (it->is_string()) {
+    *out = it->get_ref<const std::string&>();
+  } else if (it->is_number_integer()) {
+    *out = it->dump();
+  } else {
+    return absl::InvalidArgumentError(FieldError(key, "a string or an integer", *it));
+  }
   return absl::OkStatus();
 }
 
@@ -151,7 +158,7 @@ absl::Status ReadFields(const Json& line, const FieldNames& names, Rollout* roll
   if (const auto it = line.find(names.id); it != line.end()) {
     rollout->id_json = it->dump(-1, ' ', false, Json::error_handler_t::replace);
   }
-  RLSCORE_RETURN_IF_ERROR(ReadString(line, names.prompt_id, item.mutable_prompt_id()));
+  RLSCORE_RETURN_IF_ERROR(ReadPromptId(line, names.prompt_id, item.mutable_prompt_id()));
 
   const auto text = line.find(names.completion);
   if (text == line.end() || text->is_null()) {
@@ -284,6 +291,15 @@ bool ReadUint32(ondemand::value value, uint32_t* out) {
   if (value.get_uint64().get(v) || v > std::numeric_limits<uint32_t>::max()) return false;
   *out = static_cast<uint32_t>(v);
   return true;
+}
+
+// A string, or an integer that fits 64 bits as its decimal text (as the nlohmann reader keeps it).
+bool ReadPromptId(ondemand::value value, std::string* out) {
+  ondemand::json_type type;
+  if (value.type().get(type)) return false;
+  if (type == ondemand::json_type::string) return ReadString(value, out);
+  out->clear();
+  return type == ondemand::json_type::number && json_ondemand::AppendInteger(value, out);
 }
 
 // The id as nlohmann dumps it, for the forms whose dump is certain: a string, an integer that
@@ -536,7 +552,7 @@ bool RolloutReader::ReadFast(std::string_view line, Rollout* rollout) {
         ok = ReadId(value, &rollout->id_json);
         break;
       case kPromptId:
-        ok = IsNull(value) || ReadString(value, item.mutable_prompt_id());
+        ok = IsNull(value) || ReadPromptId(value, item.mutable_prompt_id());
         break;
       case kCompletion:
         ok = ReadCompletionText(value, completion.mutable_text());

@@ -8,7 +8,8 @@
 // or from an IFEval row's own "instruction_id_list" and "kwargs" keys (the task is then IF
 // unless the line names another).
 // Only "completion" is required; a completion may also be a chat message list, of which the last
-// assistant message's "content" is scored. "id" is any JSON value and is echoed back.
+// assistant message's "content" is scored. "id" is any JSON value and is echoed back;
+// "prompt_id" may be an integer, read (and echoed) as its decimal text.
 //
 // Output, one object per input line and in input order:
 //   {"line": 1, "id": ..., "prompt_id": "gsm8k/17", "reward": 1.1, "verdict": "CORRECT",

@@ -159,7 +159,7 @@ class Engine:
         for each k in `pass_at_k` over items that share a prompt_id.
 
         `items` are rlscore.v1.ScoreItem messages or dicts:
-          {"prompt_id": str, "completion": str | {...as in score_groups},
+          {"prompt_id": str | int, "completion": str | {...as in score_groups},
            "references": [str] (or "reference": str), "task": "math"}
         """
         del timeout

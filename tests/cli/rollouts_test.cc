@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
 
 namespace rlscore::cli {
 namespace {
@@ -28,6 +31,25 @@ TEST(Rollouts, ReadsEveryField) {
   EXPECT_FALSE(item.completion().finished());
   EXPECT_EQ(item.task(), v1::TASK_NUMERIC);
   EXPECT_DOUBLE_EQ(item.completion().external_accuracy(), 0.5);
+}
+
+// Datasets often number their prompts: an integer prompt id is its decimal text, the same prompt
+// as the string of those digits.
+TEST(Rollouts, AnIntegerPromptIdIsItsDecimalText) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"17", "17"},
+      {"-3", "-3"},
+      {"-0", "0"},
+      {"18446744073709551615", "18446744073709551615"},
+      {"-9223372036854775808", "-9223372036854775808"},
+  };
+  for (const auto& [json, text] : cases) {
+    SCOPED_TRACE(json);
+    absl::StatusOr<Rollout> r =
+        ParseRollout(absl::StrCat(R"({"prompt_id": )", json, R"(, "completion": "x"})"), {});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->item.prompt_id(), text);
+  }
 }
 
 TEST(Rollouts, OnlyTheCompletionIsRequired) {
@@ -187,8 +209,12 @@ TEST(Rollouts, MalformedLinesNameWhatIsWrong) {
       {R"({"completion": "x", "external_accuracy": 1e400})", "invalid JSON: number overflow"},
       {R"({"completion": "x", "id": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]})",
        "nested deeper than 32 levels"},
-      {R"({"completion": "x", "prompt_id": 3})",
-       "field \"prompt_id\": expected a string, got number"},
+      {R"({"completion": "x", "prompt_id": 3.5})",
+       "field \"prompt_id\": expected a string or an integer, got number"},
+      {R"({"completion": "x", "prompt_id": 18446744073709551616})",
+       "field \"prompt_id\": expected a string or an integer, got number"},
+      {R"({"completion": "x", "prompt_id": ["p"]})",
+       "field \"prompt_id\": expected a string or an integer, got array"},
       {R"({"completion": "x", "reference": {"a": 1}})",
        "field \"reference\": expected a string, an instruction list object or a list of strings, "
        "got object"},
@@ -296,6 +322,9 @@ TEST(RolloutReader, ReadsCommonLinesItselfWithTheReferenceAnswer) {
       R"({"completion": "x", "": 1, "\u0063ompletion_": 2})",
       R"(  {"completion" : "x" , "id" : "spaces"}  )",
       R"({"prompt_id": "\u4e2d\u6587", "completion": "\ud834\udd1e 𝄞"})",
+      R"({"prompt_id": 17, "completion": "x"})",
+      R"({"prompt_id": -0, "completion": "x"})",
+      R"({"completion": "x", "prompt_id": 18446744073709551615})",
       R"({"completion": "x", "num_tokens": 0, "external_accuracy": -1e308})",
       R"({"completion": "x", "token_ids": [ 1 ,20 , 300,4000000000 ], "num_tokens": 9})",
       // chat messages: the last assistant message's text
@@ -370,7 +399,10 @@ TEST(RolloutReader, LeavesTheRestToTheReferenceWithItsAnswer) {
       "{\"completion\": \"x\", \"other\": " + deep + "}",
       "{\"completion\": \"x\", \"other\": " + just_under + "}",
       "{\"completion\": \"x\", \"id\": " + just_under + "}",
-      R"({"completion": "x", "prompt_id": 3})",
+      R"({"completion": "x", "prompt_id": 3.0})",
+      R"({"completion": "x", "prompt_id": 1e2})",
+      R"({"completion": "x", "prompt_id": 18446744073709551616})",
+      R"({"completion": "x", "prompt_id": true})",
       R"({"completion": "x", "reference": {"a": 1}})",
       R"({"completion": "x", "references": ["a", 2]})",
       R"({"completion": "x", "num_tokens": -1})",

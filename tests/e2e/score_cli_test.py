@@ -266,6 +266,26 @@ class ScoreCliTest(unittest.TestCase):
         self.assertIn("lines 1-3: the batch was refused (items[1].completion.text: ", done.stderr.decode())
         self.assertIn("scoring its rollouts one at a time", done.stderr.decode())
 
+    def test_integer_prompt_ids_are_their_decimal_text(self):
+        # Datasets number their prompts: 7 and "7" are one prompt for pass@k, echoed as text.
+        lines = [{"prompt_id": 7, "completion": "<think>a</think> \\boxed{1}", "reference": "1"},
+                 {"prompt_id": "7", "completion": "<think>a</think> \\boxed{2}", "reference": "1"},
+                 {"prompt_id": 8, "completion": "<think>a</think> \\boxed{3}", "reference": "4"},
+                 {"prompt_id": 1.5, "completion": "<think>a</think> \\boxed{1}", "reference": "1"}]
+        done = run_score("-", "--pass-at-k", "1,2",
+                         stdin="".join(json.dumps(l) + "\n" for l in lines).encode())
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        results = [json.loads(l) for l in done.stdout.decode().splitlines()]
+        self.assertEqual([r.get("prompt_id") for r in results], ["7", "7", "8", None])
+        self.assertEqual(results[3]["error"],
+                         'field "prompt_id": expected a string or an integer, got number')
+        stderr = done.stderr.decode()
+        self.assertIn("3 rollouts scored, 1 lines skipped", stderr)
+        # Prompt 7 has one correct of its two samples and prompt 8 none of one: pass@1 is
+        # (0.5 + 0) / 2; pass@2 counts only prompt 7, the one with two samples.
+        self.assertRegex(stderr, r"pass@1 +0\.2500 +\(2 prompts\)")
+        self.assertRegex(stderr, r"pass@2 +1\.0000 +\(1 prompts\)")
+
     def test_numbers_and_nesting_that_would_crash_a_parser_are_skipped(self):
         lines = ['{"completion": "x", "external_accuracy": 1e400}',
                  '{"completion": "x", "id": %s1%s}' % ("[" * 100000, "]" * 100000),

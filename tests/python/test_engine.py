@@ -171,6 +171,22 @@ def test_threads_share_one_engine(engine):
     assert not errors and not any(t.is_alive() for t in threads)
 
 
+def test_an_integer_prompt_id_is_its_decimal_text(engine):
+    # As `rlscore score` reads one: 7, numpy's 7 and "7" are one prompt for pass@k.
+    import numpy
+    items = [{"prompt_id": 7, "completion": "<think>a</think> \\boxed{1}", "reference": "1"},
+             {"prompt_id": numpy.int64(7), "completion": "<think>a</think> \\boxed{2}",
+              "reference": "1"},
+             {"prompt_id": "7", "completion": "<think>a</think> \\boxed{3}", "reference": "1"}]
+    reply = engine.score(items, pass_at_k=[3])
+    assert [(p.k, p.prompts, p.value) for p in reply.aggregate.pass_at_k] == [(3, 1, 1.0)]
+    groups = engine.score_groups([{"prompt_id": 3, "reference": "1", "completions": ["1"]}])
+    assert len(groups.results) == 1
+    for bad in (1.5, True, ["7"]):
+        with pytest.raises(TypeError, match=r"items\[0\]\.prompt_id: expected a str or an int"):
+            engine.score([{"prompt_id": bad, "completion": "x"}])
+
+
 IF_ROW = {"key": 1, "prompt": "Describe autumn without commas in under 20 words.",
           "instruction_id_list": ["punctuation:no_comma", "length_constraints:number_words"],
           "kwargs": [{}, {"relation": "less than", "num_words": 20}]}

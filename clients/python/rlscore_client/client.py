@@ -176,7 +176,7 @@ class Client:
         """Scores groups of completions: rewards, components, verdicts and group advantages.
 
         `groups` are rlscore.v1.Group messages or dicts:
-          {"prompt_id": str, "references": [str, ...] (or "reference": str), "task": "math",
+          {"prompt_id": str | int, "references": [str, ...] (or "reference": str), "task": "math",
            "completions": [str | {"text": str, "token_ids": [int], "num_tokens": int,
                                   "finished": bool, "external_accuracy": float}, ...]}
         `task` is a Task name ("math", "TASK_NUMERIC", ...) or value; text is sent as UTF-8.
@@ -381,7 +381,7 @@ class Client:
         verdict counts, pass@k over items that share a prompt id).
 
         `items` are rlscore.v1.ScoreItem messages or dicts:
-          {"prompt_id": str, "completion": str | {...as in score_groups}, "references": [str]
+          {"prompt_id": str | int, "completion": str | {...as in score_groups}, "references": [str]
            (or "reference": str), "task": "math"}
         Split by items like score_groups; the aggregate of a split request is recomputed from
         every item's result exactly as the server computes it.

@@ -124,6 +124,22 @@ def _references(d: Mapping[str, Any], where: str) -> List[str]:
     return as_references(d.get("references", d.get("reference")))
 
 
+def _prompt_id(d: Mapping[str, Any], where: str) -> str:
+    """A prompt id: a str, or an int (numpy's too) as its decimal text, as `rlscore score` reads
+    one; None or absent is no prompt."""
+    value = d.get("prompt_id")
+    if hasattr(value, "tolist"):  # numpy scalars
+        value = value.tolist()
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    raise TypeError("%s.prompt_id: expected a str or an int, got %s" % (
+        where, type(value).__name__))
+
+
 def _task(d: Mapping[str, Any], where: str) -> Optional[int]:
     """The task a dict names (an IFEval row names IF by its instruction_id_list), or None."""
     task = d.get("task")
@@ -141,7 +157,7 @@ def _group(g: GroupLike, where: str) -> scoring_pb2.Group:
         raise TypeError("%s: expected a dict or rlscore.v1.Group, got %s" % (
             where, type(g).__name__))
     _check_keys(g, _GROUP_KEYS, where)
-    out = scoring_pb2.Group(prompt_id=g.get("prompt_id", ""), references=_references(g, where))
+    out = scoring_pb2.Group(prompt_id=_prompt_id(g, where), references=_references(g, where))
     task = _task(g, where)
     if task is not None:
         out.task = task
@@ -157,7 +173,7 @@ def _score_item(item: ItemLike, where: str) -> scoring_pb2.ScoreItem:
         raise TypeError("%s: expected a dict or rlscore.v1.ScoreItem, got %s" % (
             where, type(item).__name__))
     _check_keys(item, _ITEM_KEYS, where)
-    out = scoring_pb2.ScoreItem(prompt_id=item.get("prompt_id", ""),
+    out = scoring_pb2.ScoreItem(prompt_id=_prompt_id(item, where),
                                 references=_references(item, where))
     out.completion.CopyFrom(_completion(item.get("completion", ""), where + ".completion"))
     task = _task(item, where)
