@@ -4,7 +4,7 @@
 #   build/       the product: GCC at CMAKE_BUILD_TYPE=Release (-O3), the CUDA module when nvcc is
 #                there (its GPU tests skip without a device), the container image, the Helm chart
 #                and the README's run command in a fresh Debian root;
-#   build-asan/  clang (RelWithDebInfo, the default) with AddressSanitizer +
+#   build-asan/  clang (RelWithDebInfo, the sanitizer builds' default) with AddressSanitizer +
 #                UndefinedBehaviorSanitizer (leaks included), CUDA
 #                off (the server must build, start and serve without it), and the libFuzzer
 #                targets, each run for RLSCORE_FUZZ_SECONDS (20) from its seed corpus;
