@@ -1,8 +1,9 @@
 // The AST repetition detector (scorers/ast/ast_repetition.h): Markdown block structure and code
 // clones parsed with tree-sitter, on any reasoning text, with the thresholds from the first byte
 // (low ones reach the clone comparison on small inputs). It must end within its byte, work and
-// node budgets and report offsets inside the text; and its text pass (ScanStructure) must find
-// the same with AVX-512 as with the portable code.
+// node budgets, report offsets inside the text and, where no budget ran out, the firing that a
+// parse of the whole text finds; and its text pass (ScanStructure) must find the same with
+// AVX-512 as with the portable code.
 #include <cstddef>
 #include <cstdint>
 #include <tuple>
@@ -39,6 +40,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // report within budget spent no more than it.
   RLSCORE_FUZZ_CHECK((report.skipped == scorers::ast::AstBudget::kWork) ==
                      (report.parse_work > options.max_parse_work));
+  // The block rule's prefix parse fires where the whole text's parse does (the prefix can use up
+  // a budget that the whole parse alone would not: compare where neither ran out).
+  const scorers::ast::AstReport whole =
+      scorers::ast::FindAstRepetitionParsingWholeText(reasoning, 100, options);
+  if (report.skipped == scorers::ast::AstBudget::kNone &&
+      whole.skipped == scorers::ast::AstBudget::kNone) {
+    RLSCORE_FUZZ_CHECK(report.kind == whole.kind && report.occurrences == whole.occurrences &&
+                       report.char_offset == whole.char_offset &&
+                       report.first_char_offset == whole.first_char_offset &&
+                       report.detail == whole.detail);
+  }
 
   using scorers::ast::ScanIsa;
   const scorers::ast::LineScan best = scorers::ast::ScanStructure(reasoning, ScanIsa::kBest);

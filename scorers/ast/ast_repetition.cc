@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -74,12 +75,14 @@ std::string_view BlockName(const char* type, bool in_list_item) {
 
 class Detector {
  public:
-  Detector(std::string_view reasoning, size_t base, const AstOptions& options, const Clock* clock)
-      : text_(reasoning), base_(base), options_(options), clock_(clock) {}
+  Detector(std::string_view reasoning, size_t base, const AstOptions& options, const Clock* clock,
+           bool whole_text)
+      : text_(reasoning), base_(base), options_(options), clock_(clock), whole_text_(whole_text) {}
 
   AstReport Run() {
     LineScan scan = ScanStructure(text_);
-    const bool blocks = BlockScreen(&scan);
+    const std::optional<size_t> crossing = BlockScreen(&scan);
+    const bool blocks = crossing.has_value();
     const std::vector<const Fence*> code = CodeScreen(scan);
     if (!blocks && code.empty()) return std::move(report_);
 
@@ -95,7 +98,7 @@ class Detector {
         ParseAllowance{.work = options_.max_parse_work, .micros = options_.parse_timeout_micros};
     const std::optional<absl::Time> start =
         clock_ != nullptr ? std::optional<absl::Time>(clock_->Now()) : std::nullopt;
-    if (!blocks || BlockRule(&scan)) CodeRule(code);
+    if (!blocks || BlockRule(&scan, *crossing, bytes)) CodeRule(code);
     // Timed whether or not a budget stopped it: the parses that time out are the slow ones.
     if (start.has_value()) report_.parse_seconds = absl::ToDoubleSeconds(clock_->Now() - *start);
     if (best_.kind != AstKind::kNone) {  // a firing stands even if a later parse ran out
@@ -138,8 +141,9 @@ class Detector {
 
   // Could some block recur? Blocks that could reach min_block_chars are grouped by fingerprint;
   // only those whose fingerprint recurs are normalised, and their keys counted. The keys are
-  // those the block rule gives tree-sitter's blocks.
-  bool BlockScreen(LineScan* scan) const {
+  // those the block rule gives tree-sitter's blocks. Returns the text block whose key crossed
+  // the threshold first, if one did.
+  std::optional<size_t> BlockScreen(LineScan* scan) const {
     absl::flat_hash_map<uint64_t, uint32_t> fingerprints;
     fingerprints.reserve(scan->blocks.size());  // sized once, not grown a block at a time
     for (const TextBlock& b : scan->blocks) {
@@ -154,9 +158,9 @@ class Detector {
       }
       KeyBlock(text_, i, scan);
       if (b.normalized_size < options_.min_block_chars) continue;
-      if (++keys[b.key] > options_.block_max_occurrences) return true;
+      if (++keys[b.key] > options_.block_max_occurrences) return i;
     }
-    return false;
+    return std::nullopt;
   }
 
   // The fences in an enabled language that hold a recurring window of token shapes: the only
@@ -188,23 +192,73 @@ class Detector {
     return parse;
   }
 
-  // The block rule over the Markdown tree; false when a budget stopped it.
-  bool BlockRule(LineScan* scan) {
+  // The block rule over the Markdown tree; false when a budget stopped it. `crossing` is the text
+  // block where the screen crossed the threshold; `bytes` those already counted against
+  // max_parse_bytes (the whole text and the screened fences).
+  //
+  // The rule fires on the earliest block to cross, so when the screen's grouping agrees with
+  // Markdown's, nothing after the crossing block matters: the parse first reads only the text up to
+  // the first line with content after that block (in a loop that runs to the token limit, a
+  // fraction of the text). tree-sitter's Markdown scanner decides a block's extent line by line,
+  // from the lines so far, so a leaf block that ends before the last line of the prefix is the
+  // block the whole text's parse has, and so is every block before it, as long as no parse error
+  // reshapes the tree (the Markdown grammar accepts any text but a NUL byte). A firing on such a
+  // block is the rule's answer; if none fires there (the groupings disagree), the whole text is
+  // parsed. Both parses count against the one allowance of work and time, and the prefix is tried
+  // only where it fits max_parse_bytes beside the whole text.
+  bool BlockRule(LineScan* scan, size_t crossing, uint64_t bytes) {
+    // A NUL is where tree-sitter's lexer sees the input end: the parse goes into error recovery,
+    // which can wrap everything before it in an ERROR node. Only text without one is prefix-stable.
+    if (!whole_text_ && text_.find('\0') == std::string_view::npos) {
+      size_t row = scan->blocks[crossing].end_line;
+      while (row < scan->lines.size() && scan->lines[row].blank) ++row;
+      if (row < scan->lines.size() && scan->lines[row].end < text_.size()) {
+        const size_t length = scan->lines[row].end + 1;  // through the line's '\n'
+        if (bytes + length <= options_.max_parse_bytes) {
+          for (size_t b = 0; b < scan->blocks.size() && scan->blocks[b].first_line < row; ++b) {
+            KeyBlock(text_, b, scan);
+          }
+          switch (BlockParse(*scan, length, /*settled_rows=*/row)) {
+            case BlockParseOutcome::kFired:
+              return true;
+            case BlockParseOutcome::kStopped:
+              return false;
+            case BlockParseOutcome::kUnsettled:
+              break;
+          }
+        }
+      }
+    }
     // The rule reads the keys of every line: normalise the blocks the screen did not.
     for (size_t b = 0; b < scan->blocks.size(); ++b) KeyBlock(text_, b, scan);
-    const MeteredParse parse = ParseMetered(Grammar::kMarkdown, text_, &allowance_);
+    return BlockParse(*scan, text_.size(), std::numeric_limits<size_t>::max()) !=
+           BlockParseOutcome::kStopped;
+  }
+
+  enum class BlockParseOutcome { kFired, kUnsettled, kStopped };
+
+  // Parses the text's first `length` bytes as Markdown and tallies its leaf blocks in document
+  // order, up to the first that fires (kFired), a budget running out (kStopped), or the first
+  // block that reaches row `settled_rows`, or the end of the tree (kUnsettled: nothing fired).
+  BlockParseOutcome BlockParse(const LineScan& scan, size_t length, size_t settled_rows) {
+    const std::string_view text = text_.substr(0, length);
+    const MeteredParse parse = ParseMetered(Grammar::kMarkdown, text, &allowance_);
     report_.parsed_markdown = true;
-    report_.bytes_parsed += text_.size();
-    if (!Spent(parse, absl::StrCat("the Markdown parse of ", text_.size(), " bytes"))) {
-      return false;
+    report_.bytes_parsed += text.size();
+    if (!Spent(parse, absl::StrCat("the Markdown parse of ", text.size(), " bytes"))) {
+      return BlockParseOutcome::kStopped;
     }
+    const TSNode root = ts_tree_root_node(parse.tree.get());
+    // A prefix that needed error recovery settles nothing: the recovery may go otherwise on more.
+    if (length < text_.size() && ts_node_has_error(root)) return BlockParseOutcome::kUnsettled;
     absl::flat_hash_map<uint64_t, Tally> tallies;
-    TSTreeCursor cursor = ts_tree_cursor_new(ts_tree_root_node(parse.tree.get()));
-    bool complete = true;
+    TSTreeCursor cursor = ts_tree_cursor_new(root);
+    BlockParseOutcome outcome = BlockParseOutcome::kUnsettled;
     bool descend = true;
     for (;;) {
       if (nodes_left_ == 0) {
-        complete = Stop(AstBudget::kNodes, absl::StrCat("visited ", options_.max_nodes, " nodes"));
+        Stop(AstBudget::kNodes, absl::StrCat("visited ", options_.max_nodes, " nodes"));
+        outcome = BlockParseOutcome::kStopped;
         break;
       }
       --nodes_left_;
@@ -213,7 +267,11 @@ class Detector {
       const char* type = ts_node_type(node);
       descend = false;
       if (IsLeafBlock(type)) {
-        if (CountBlock(*scan, node, type, &tallies)) break;  // the earliest block firing
+        if (LastRow(node) >= settled_rows) break;
+        if (CountBlock(scan, node, type, &tallies)) {  // the earliest block firing
+          outcome = BlockParseOutcome::kFired;
+          break;
+        }
       } else if (IsContainerBlock(type)) {
         descend = true;
       }
@@ -228,16 +286,22 @@ class Detector {
       if (done) break;
     }
     ts_tree_cursor_delete(&cursor);
-    return complete;
+    return outcome;
+  }
+
+  // The last row holding a node's text: its end row, or the row before where it ends at a
+  // line's start (after the '\n').
+  static size_t LastRow(TSNode node) {
+    const TSPoint begin = ts_node_start_point(node);
+    const TSPoint end = ts_node_end_point(node);
+    return end.column == 0 && end.row > begin.row ? end.row - 1 : end.row;
   }
 
   // Tallies one leaf block; true when it fired.
   bool CountBlock(const LineScan& scan, TSNode node, const char* type,
                   absl::flat_hash_map<uint64_t, Tally>* tallies) {
     const TSPoint begin = ts_node_start_point(node);
-    TSPoint end = ts_node_end_point(node);
-    size_t last_row = end.row;
-    if (end.column == 0 && end.row > begin.row) --last_row;
+    const size_t last_row = LastRow(node);
     uint64_t key = kBlockKeySeed;
     uint64_t size = 0;
     for (size_t row = begin.row; row <= last_row && row < scan.lines.size(); ++row) {
@@ -315,6 +379,7 @@ class Detector {
   const size_t base_;
   const AstOptions& options_;
   const Clock* const clock_;
+  const bool whole_text_;  // the block rule parses the whole text, never a prefix first
   AstReport report_;
   Firing best_;
   uint64_t nodes_left_ = 0;
@@ -342,7 +407,13 @@ std::string_view AstBudgetName(AstBudget budget) {
 AstReport FindAstRepetition(std::string_view reasoning, size_t base_offset,
                             const AstOptions& options, const Clock* clock) {
   if (!options.enabled) return AstReport{};
-  return Detector(reasoning, base_offset, options, clock).Run();
+  return Detector(reasoning, base_offset, options, clock, /*whole_text=*/false).Run();
+}
+
+AstReport FindAstRepetitionParsingWholeText(std::string_view text, size_t base_offset,
+                                            const AstOptions& options) {
+  if (!options.enabled) return AstReport{};
+  return Detector(text, base_offset, options, nullptr, /*whole_text=*/true).Run();
 }
 
 }  // namespace rlscore::scorers::ast

@@ -21,8 +21,10 @@
 // recur: for blocks, the text's own grouping of lines into blocks, fingerprinted cheaply and, where
 // fingerprints recur, keyed exactly as the block rule keys tree-sitter's blocks
 // (markdown_lines.h); for code, windows of max(4, 2 min_code_nodes / 5) token shapes
-// (code_shape.h), and only the fences holding a recurring window are parsed. The screens are
-// necessary conditions with documented gaps: a block that Markdown groups differently from the
+// (code_shape.h), and only the fences holding a recurring window are parsed. The Markdown parse
+// first reads the text only up to the line after the block where the screen's count crossed, and
+// the whole text only if no block settled there fires (ast_repetition.cc, BlockRule). The screens
+// are necessary conditions with documented gaps: a block that Markdown groups differently from the
 // text-level grouping (HTML blocks, lazy continuation lines in quotes) may be missed, and so may a
 // clone of min_code_nodes nodes that spans fewer shape tokens than the window (mostly
 // single-child chains, or template strings, which are one shape token).
@@ -96,5 +98,11 @@ struct AstReport {
 // REQUIRES: options.max_parse_bytes <= UINT32_MAX.
 AstReport FindAstRepetition(std::string_view text, size_t base_offset, const AstOptions& options,
                             const Clock* clock = nullptr);
+
+// For tests: FindAstRepetition with the block rule's Markdown parse always over the whole text,
+// never a prefix first (ast_repetition.cc, BlockRule). Where no budget runs out, the two report
+// the same firing: kind, offsets, occurrences and detail.
+AstReport FindAstRepetitionParsingWholeText(std::string_view text, size_t base_offset,
+                                            const AstOptions& options);
 
 }  // namespace rlscore::scorers::ast
