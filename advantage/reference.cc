@@ -275,19 +275,20 @@ Failure FinishBatch(const Batch& batch, const Options& options, const Moments& a
 // ---------------------------------------------------------------------------------------------
 // ComputeInterleaved.
 //
-// Groups go through in blocks of kBlockGroups. A block of one small size takes UniformBlock, and on
-// AVX-512 a block of small groups of different sizes, or with unscorable entries, takes
-// RaggedBlock. Otherwise the small groups (at most kSmallRows rows) are sorted by number of rows
-// into buckets, and each bucket is taken in chunks of W groups, W the number of doubles in a
-// vector. A vector holds W consecutive lanes of one group, so a row of kLanes is kLanes / W vectors
-// and the group's own vectors accumulate its lanes; the fold then pairs the lanes of the chunk's
-// groups so that one vector ends up holding one sum per group (lanes across groups), which carries
-// the whole chunk through μ, σ and the factor. Every operation is the scalar one of CanonicalSum,
-// StdFromM2, Factor, Merge or WriteGroup, with the same operands, applied to several lanes at once;
-// nothing is contracted or reassociated. A group with unscorable entries is read from a copy of its
-// scorable rewards, which is what the single-group path sums. What the kernels do not finish (large
-// groups, and any group that could be identical, or is clamped, rescaled or not finite) takes the
-// single-group path above, with its sums and writes W lanes at a time (WideSums, WideWrite).
+// Groups go through in blocks of kBlockGroups. A block of one small size takes UniformBlock, and a
+// block of small groups of different sizes takes RaggedBlock (on AVX-512 also a block with
+// unscorable entries). Otherwise the small groups (at most kSmallRows rows) are sorted by number
+// of rows into buckets, and each bucket is taken in chunks of W groups, W the number of doubles in
+// a vector. A vector holds W consecutive lanes of one group, so a row of kLanes is kLanes / W
+// vectors and the group's own vectors accumulate its lanes; the fold then pairs the lanes of the
+// chunk's groups so that one vector ends up holding one sum per group (lanes across groups), which
+// carries the whole chunk through μ, σ and the factor. Every operation is the scalar one of
+// CanonicalSum, StdFromM2, Factor, Merge or WriteGroup, with the same operands, applied to several
+// lanes at once; nothing is contracted or reassociated. A group with unscorable entries is read
+// from a copy of its scorable rewards, which is what the single-group path sums. What the kernels
+// do not finish (large groups, and any group that could be identical, or is clamped, rescaled or
+// not finite) takes the single-group path above, with its sums and writes W lanes at a time
+// (WideSums, WideWrite).
 
 // A group of at most kSmallRows rows takes the kernels; longer groups keep the lanes busy on the
 // single-group path.
@@ -1074,7 +1075,7 @@ __attribute__((target("avx512f"))) double* CopyGroupsAvx512(Block& b, size_t j, 
 // (which must have kLanes doubles of room past them). Returns where the next copy goes.
 template <int W>
 RLSCORE_VECTOR_INLINE double* CompactChunk(Block& b, size_t j, const double* rewards,
-                                           double* copy) {
+                                           [[maybe_unused]] double* copy) {
   using S = Simd<W>;
   using U = typename S::U;
   static_assert(sizeof(size_t) == sizeof(uint64_t) && sizeof(uintptr_t) == sizeof(uint64_t));
@@ -1300,11 +1301,22 @@ RLSCORE_VECTOR_INLINE void RaggedBlock(Block& b, const double* rewards, double* 
   }
 }
 
+// RaggedBlock for each vector width, out of line and at a 64-byte boundary. Inlined into
+// Interleaved beside the other kernels, the AVX-512 kernel for unscorable entries made ragged
+// groups without them 8 % slower at 10^7 rewards, though it does not touch their code; apart, a
+// change to one kernel does not move the other's loops.
+[[gnu::noinline, gnu::aligned(64)]] void RaggedBlockPortable(Block& b, const double* rewards,
+                                                             double* out, GroupStats* stats,
+                                                             const KernelOptions& o) {
+  RaggedBlock<2, false>(b, rewards, out, stats, o);
+}
+
 #if RLSCORE_X86_VECTORS
-// RaggedBlock on AVX-512, out of line and at a 64-byte boundary. Inlined into Interleaved beside
-// the other kernels, the kernel for unscorable entries made ragged groups without them 8 % slower
-// at 10^7 rewards, though it does not touch their code; apart, a change to one kernel does not
-// move the other's loops.
+[[gnu::noinline, gnu::aligned(64)]] __attribute__((target("avx2"))) void RaggedBlockAvx2(
+    Block& b, const double* rewards, double* out, GroupStats* stats, const KernelOptions& o) {
+  RaggedBlock<4, false>(b, rewards, out, stats, o);
+}
+
 [[gnu::noinline,
   gnu::aligned(64)]] __attribute__((target("avx512f,avx512dq,avx512vl,avx512bw"))) void
 RaggedBlockAvx512(Block& b, const double* rewards, double* out, GroupStats* stats,
@@ -1322,7 +1334,7 @@ RaggedBlockCompactedAvx512(Block& b, const double* rewards, double* out, GroupSt
 
 // Bit k: whether outcome k of the `size` <= 64 at `o` is kUnscorable. `readable`: the 64 bytes
 // from `o` lie inside the outcomes, so that they can be compared 16 at a time.
-uint64_t UnscorableBits(const Outcome* o, size_t size, bool readable) {
+uint64_t UnscorableBits(const Outcome* o, size_t size, [[maybe_unused]] bool readable) {
   uint64_t bits = 0;
 #if defined(__SSE2__)
   if (readable) {
@@ -1530,12 +1542,14 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
     // The groups left to the buckets: all of them, or those with unscorable entries when the
     // kernel for one size takes the others.
     uint64_t to_file = b.count == kBlockGroups ? kAllOnes : (uint64_t{1} << b.count) - 1;
-    // RaggedBlock takes any block of small groups on AVX-512, including one of a single size with
-    // unscorable entries: the compacted groups then stay in the block's pipeline instead of
-    // taking the bucketed kernels after it (groups of 16 with 1 % of their entries unscorable ran
-    // at about 0.35 of memcpy's rate at 10^7 rewards that way).
-    const bool ragged_fits = W == 8 && max_size <= kLanes * kSmallRows &&
-                             b.offset[b.count - 1] + kLanes * kSmallRows <= s.rewards;
+    // RaggedBlock takes any block of small groups of different sizes. On AVX-512 it also takes a
+    // block with unscorable entries, of one size or not: the compacted groups then stay in the
+    // block's pipeline instead of taking the bucketed kernels after it (groups of 16 with 1 % of
+    // their entries unscorable ran at about 0.35 of memcpy's rate at 10^7 rewards that way).
+    // Narrower vectors leave such a block to the kernel for one size and the buckets.
+    const bool ragged_fits = max_size <= kLanes * kSmallRows &&
+                             b.offset[b.count - 1] + kLanes * kSmallRows <= s.rewards &&
+                             (W == 8 || unscorable_groups == 0);
     if (sizes_differ == 0 && first_rows <= kSmallRows &&
         b.offset[b.count - 1] + kLanes * first_rows <= s.rewards &&
         !(ragged_fits && unscorable_groups != 0)) {
@@ -1546,7 +1560,19 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
       b.single_path &= ~unscorable_groups;
       to_file = unscorable_groups;
     }
-#if RLSCORE_X86_VECTORS  // W == 8 is AVX-512
+    if (to_file != 0 && ragged_fits) {
+      if constexpr (W == 2) {
+        RaggedBlockPortable(b, rewards, out, stats, kernel_options);
+        to_file = 0;
+      }
+    }
+#if RLSCORE_X86_VECTORS  // W == 4 is AVX2, W == 8 AVX-512
+    if constexpr (W == 4) {
+      if (to_file != 0 && ragged_fits) {
+        RaggedBlockAvx2(b, rewards, out, stats, kernel_options);
+        to_file = 0;
+      }
+    }
     if constexpr (W == 8) {
       if (to_file != 0 && ragged_fits) {
         if (unscorable_groups == 0) {

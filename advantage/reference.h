@@ -201,11 +201,12 @@ bool IsaAvailable(VectorIsa isa);
 // a time (W the doubles in a vector) by kernels unrolled for their number of rows: each group's
 // lanes accumulate in its own vectors, then the fold pairs the lanes of the W groups so that one
 // vector holds one sum per group, and that vector carries them all through μ, σ and the factor
-// (lanes across groups). On AVX-512 a block of small groups of different sizes, without
-// unscorable entries and not at the end of the batch, is taken W consecutive groups at a time, in
-// place and in address order, every group reading and writing as many rows as the longest of its
-// W (the entries past its end masked off in its sums; what it writes there is overwritten by the
-// groups after it). A group with unscorable entries is read from a copy of its scorable rewards.
+// (lanes across groups). A block of small groups of different sizes, not at the end of the batch
+// (and on SSE2 and AVX2 without unscorable entries), is taken W consecutive groups at a time, in
+// place and in address order, every group reading as many rows as the longest of its W (the
+// entries past its end masked off in its sums) and writing its own rows whole (what it writes past
+// its end is overwritten by the groups after it). A group with unscorable entries is read from a
+// copy of its scorable rewards.
 // Everything else (longer groups, the last groups of the batch, any group whose Σ(x - μ)² is too
 // small to rule out identical rewards, and any group that turns out clamped, rescaled or not
 // finite) takes ComputeReference's single-group path, with its canonical sums and its writes W
