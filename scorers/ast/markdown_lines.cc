@@ -393,21 +393,45 @@ bool IsQuoted(std::string_view line) {
 // A line's fingerprint: a cheap function of its raw text that two lines with the same normalised
 // content always share (see the header), so that only blocks whose fingerprints recur need to be
 // normalised. It counts the runs of letters and `_` (a `*`, which prose normalisation may drop,
-// neither ends nor starts a run) and sums a random weight per punctuation byte — every byte that
+// neither ends nor starts a run) and sums a weight per punctuation byte — every byte that
 // normalisation copies verbatim, that is all but letters, `_`, digits, whitespace, `*`, `.` and
-// `,` (the last two can vanish into a number). A weight is two random bytes, one in bits 0-7 and
-// one in bits 32-39, so that a vector sums them as bytes (AVX-512's byte lookups and sums).
+// `,` (the last two can vanish into a number). A weight is two bytes, one in bits 0-7 and one in
+// bits 32-39, so that a vector sums them as bytes. Each is the sum of three random bytes looked up
+// by the byte's low nibble, its high nibble, and the sum of the two (mod 16): AVX2 computes it with
+// three 16-entry lookups (`vpshufb`) where it has no 256-entry one, and the third term keeps two
+// bytes that swap nibbles with two others from weighing the same. AVX-512 and the portable code
+// read the table built from the same terms. Which values the weights take changes no result, only
+// how often unequal lines share a fingerprint.
+struct NibbleWeights {
+  // [term][nibble]: term 0 by the low nibble, 1 by the high one, 2 by their sum mod 16.
+  uint8_t low[3][16];  // low[0] in [4, 87], the others in [0, 84]: a sum in [4, 255]
+  uint8_t high[3][16];
+  constexpr NibbleWeights() : low(), high() {
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    for (int t = 0; t < 3; ++t) {
+      for (int n = 0; n < 16; ++n) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        low[t][n] = static_cast<uint8_t>((t == 0 ? 4 : 0) + (x & 0xFF) % 84);
+        high[t][n] = static_cast<uint8_t>(x >> 8);
+      }
+    }
+  }
+};
+alignas(16) constexpr NibbleWeights kNibbleWeights;
+
 struct ByteWeights {
   uint8_t low[256];  // at least 4, so that a weight is never a class code of FingerprintTable
   uint8_t high[256];
   constexpr ByteWeights() : low(), high() {
-    uint64_t x = 0x9e3779b97f4a7c15ULL;
     for (int c = 0; c < 256; ++c) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      low[c] = static_cast<uint8_t>(4 + (x & 0xFF) % 252);
-      high[c] = static_cast<uint8_t>(x >> 8);
+      const int lo = c & 15;
+      const int hi = c >> 4;
+      const int mix = (lo + hi) & 15;
+      const NibbleWeights& w = kNibbleWeights;
+      low[c] = static_cast<uint8_t>(w.low[0][lo] + w.low[1][hi] + w.low[2][mix]);
+      high[c] = static_cast<uint8_t>(w.high[0][lo] + w.high[1][hi] + w.high[2][mix]);
     }
   }
 };
@@ -497,7 +521,7 @@ inline ByteClasses Classify64(const char* p, bool prose) {
   return m;
 }
 
-// A line's fingerprint as the classes of its 64-byte blocks come (Classify64 or its AVX2 twin):
+// A line's fingerprint as the classes of its 64-byte blocks come (Classify64, or TakeAvx2's):
 // a run byte is in a run; an ignored byte is in one when the byte before it is, which an
 // addition carries through a stretch of ignored bytes at once. `kPopcnt`: counted with the POPCNT
 // instruction, in code compiled for it.
@@ -574,54 +598,114 @@ uint64_t Fingerprint(std::string_view s, size_t readable, const FingerprintTable
 #if defined(RLSCORE_VECTOR_SCAN)
 #define RLSCORE_AVX2_SCAN __attribute__((target("avx2,popcnt,bmi")))
 
-// Bit k: whether byte k of the 32 of `v` is `c`; whether it lies in [lo, lo + span] (unsigned:
-// its distance from lo is its minimum with span).
+// Bit k: whether byte k of the 32 of `v` is `c`.
 RLSCORE_AVX2_SCAN inline uint64_t Equal32(__m256i v, char c) {
   return static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, _mm256_set1_epi8(c))));
 }
-RLSCORE_AVX2_SCAN inline uint64_t InRange32(__m256i v, char lo, char span) {
+
+// Byte k of the result: all ones where byte k of `v` is `c`, or lies in [lo, lo + span] (unsigned:
+// its distance from lo is its minimum with span).
+RLSCORE_AVX2_SCAN inline __m256i EqualBytes(__m256i v, char c) {
+  return _mm256_cmpeq_epi8(v, _mm256_set1_epi8(c));
+}
+RLSCORE_AVX2_SCAN inline __m256i InRangeBytes(__m256i v, char lo, char span) {
   const __m256i from = _mm256_sub_epi8(v, _mm256_set1_epi8(lo));
-  return static_cast<uint32_t>(
-      _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_min_epu8(from, _mm256_set1_epi8(span)), from)));
+  return _mm256_cmpeq_epi8(_mm256_min_epu8(from, _mm256_set1_epi8(span)), from);
 }
 
-// Classify64 with AVX2: 32 bytes a step.
-RLSCORE_AVX2_SCAN inline ByteClasses Classify64Avx2(const char* p, bool prose) {
-  ByteClasses m;
+// kNibbleWeights' tables, each in both 16-byte halves of a vector (vpshufb looks up per half).
+struct NibbleVectors {
+  __m256i low[3];
+  __m256i high[3];
+};
+
+RLSCORE_AVX2_SCAN inline NibbleVectors LoadNibbleWeights() {
+  NibbleVectors w;
+  for (int t = 0; t < 3; ++t) {
+    w.low[t] = _mm256_broadcastsi128_si256(
+        _mm_load_si128(reinterpret_cast<const __m128i*>(kNibbleWeights.low[t])));
+    w.high[t] = _mm256_broadcastsi128_si256(
+        _mm_load_si128(reinterpret_cast<const __m128i*>(kNibbleWeights.high[t])));
+  }
+  return w;
+}
+
+// The weights of the bytes of `v` from one of NibbleVectors' three tables, kept where `weighted`
+// is all ones and summed eight bytes a lane (vpsadbw).
+RLSCORE_AVX2_SCAN inline __m256i WeightSums(const __m256i (&table)[3], __m256i v,
+                                            __m256i weighted) {
+  const __m256i nibble = _mm256_set1_epi8(0x0F);
+  const __m256i lo = _mm256_and_si256(v, nibble);
+  const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+  // vpshufb looks up by the low four bits of an index below 128, so the sum is taken mod 16.
+  const __m256i mix = _mm256_add_epi8(lo, hi);
+  const __m256i bytes = _mm256_add_epi8(
+      _mm256_add_epi8(_mm256_shuffle_epi8(table[0], lo), _mm256_shuffle_epi8(table[1], hi)),
+      _mm256_shuffle_epi8(table[2], mix));
+  return _mm256_sad_epu8(_mm256_and_si256(bytes, weighted), _mm256_setzero_si256());
+}
+
+// The four 64-bit lanes of `v` added.
+RLSCORE_AVX2_SCAN inline uint64_t LaneTotal(__m256i v) {
+  const __m128i pair = _mm_add_epi64(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  return static_cast<uint64_t>(_mm_cvtsi128_si64(pair)) +
+         static_cast<uint64_t>(_mm_extract_epi64(pair, 1));
+}
+
+// A line's block of 64 at `p`, of which the first `size` (1 to 64) bytes are the line's, into
+// `sum` (runs) and `low` and `high` (weights).
+RLSCORE_AVX2_SCAN inline void TakeAvx2(const char* p, size_t size, bool prose,
+                                       const NibbleVectors& w, FingerprintSum* sum, __m256i* low,
+                                       __m256i* high) {
+  const __m256i offsets =
+      _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21,
+                       22, 23, 24, 25, 26, 27, 28, 29, 30, 31);
+  ByteClasses m;  // no weighted bits: the weights are summed here
   for (int k = 0; k < 2; ++k) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * k));
-    const uint64_t run =
-        InRange32(_mm256_or_si256(v, _mm256_set1_epi8(0x20)), 'a', 25) | Equal32(v, '_');
-    uint64_t separator = InRange32(v, '0', 9) | Equal32(v, ' ') | Equal32(v, '\t') |
-                         InRange32(v, '\v', 2) | Equal32(v, '.');
-    uint64_t ignored = 0;
+    const __m256i run = _mm256_or_si256(
+        InRangeBytes(_mm256_or_si256(v, _mm256_set1_epi8(0x20)), 'a', 25), EqualBytes(v, '_'));
+    __m256i other = _mm256_or_si256(
+        _mm256_or_si256(InRangeBytes(v, '0', 9), EqualBytes(v, ' ')),
+        _mm256_or_si256(_mm256_or_si256(EqualBytes(v, '\t'), InRangeBytes(v, '\v', 2)),
+                        EqualBytes(v, '.')));
+    __m256i ignored = _mm256_setzero_si256();
     if (prose) {
-      separator |= Equal32(v, ',');
-      ignored = Equal32(v, '*');
+      ignored = EqualBytes(v, '*');
+      other = _mm256_or_si256(other, _mm256_or_si256(EqualBytes(v, ','), ignored));
     }
-    m.run |= run << (32 * k);
-    m.ignored |= ignored << (32 * k);
-    m.weighted |= (~(run | separator | ignored) & 0xFFFFFFFF) << (32 * k);
+    // Signed bytes: size - 32k lies in [-31, 64].
+    const __m256i in_line = _mm256_cmpgt_epi8(
+        _mm256_set1_epi8(static_cast<char>(static_cast<int>(size) - 32 * k)), offsets);
+    const __m256i weighted = _mm256_andnot_si256(_mm256_or_si256(run, other), in_line);
+    *low = _mm256_add_epi64(*low, WeightSums(w.low, v, weighted));
+    *high = _mm256_add_epi64(*high, WeightSums(w.high, v, weighted));
+    const uint64_t line = static_cast<uint32_t>(_mm256_movemask_epi8(in_line));
+    m.run |= (static_cast<uint32_t>(_mm256_movemask_epi8(run)) & line) << (32 * k);
+    m.ignored |= (static_cast<uint32_t>(_mm256_movemask_epi8(ignored)) & line) << (32 * k);
   }
-  return m;
+  // With no weighted bits, Take reads nothing from the table.
+  sum->Take<true>(m, p, ~uint64_t{0}, kProseFingerprint);
 }
 
-// Fingerprint with AVX2. Exactly Fingerprint's result.
-RLSCORE_AVX2_SCAN uint64_t FingerprintAvx2(std::string_view s, size_t readable,
-                                           const FingerprintTable& table) {
-  const bool prose = table.of[static_cast<unsigned char>('*')] == 2;
+// Fingerprint with AVX2, 32 bytes a step: the classes as compares, and the weights of the
+// weighted bytes looked up by nibbles and summed as bytes. The last block is read whole where
+// `readable` allows, else from a copy among spaces; its bytes past the line count in no class.
+// Exactly Fingerprint's result.
+RLSCORE_AVX2_SCAN uint64_t FingerprintAvx2(std::string_view s, size_t readable, bool prose,
+                                           const NibbleVectors& w) {
   FingerprintSum sum;
+  __m256i low = _mm256_setzero_si256();
+  __m256i high = _mm256_setzero_si256();
   size_t i = 0;
-  for (; i + 64 <= s.size(); i += 64) {
-    sum.Take<true>(Classify64Avx2(s.data() + i, prose), s.data() + i, ~uint64_t{0}, table);
-  }
+  for (; i + 64 <= s.size(); i += 64) TakeAvx2(s.data() + i, 64, prose, w, &sum, &low, &high);
   if (i < s.size()) {
     char spare[64];
     uint64_t line;
     const char* p = LastBlock(s.data() + i, s.size() - i, readable - i, spare, &line);
-    sum.Take<true>(Classify64Avx2(p, prose), p, line, table);
+    TakeAvx2(p, s.size() - i, prose, w, &sum, &low, &high);
   }
-  return MixHash(sum.runs, sum.weights);
+  return MixHash(sum.runs, LaneTotal(low) + (LaneTotal(high) << 32));
 }
 
 // The newlines among the `n - at` (at most 64) bytes of `p` from `at`, one bit each; the bytes
@@ -913,6 +997,7 @@ RLSCORE_AVX2_SCAN LineScan ScanAvx2(std::string_view text) {
   LineScan scan;
   scan.lines.reserve(text.size() / 48 + 1);
   LineSteps steps(&scan);
+  const NibbleVectors weights = LoadNibbleWeights();
   const char* const p = text.data();
   const size_t n = text.size();
   size_t base = 0;  // the 64 bytes from here hold the newlines in `newlines` not yet taken
@@ -928,8 +1013,9 @@ RLSCORE_AVX2_SCAN LineScan ScanAvx2(std::string_view text) {
     newlines &= newlines - 1;
     if (const FingerprintTable* table = steps.Add(text, begin, end)) {
       Line& line = scan.lines.back();
-      line.fingerprint = FingerprintAvx2(text.substr(line.content_begin, end - line.content_begin),
-                                         n - line.content_begin, *table);
+      line.fingerprint =
+          FingerprintAvx2(text.substr(line.content_begin, end - line.content_begin),
+                          n - line.content_begin, table == &kProseFingerprint, weights);
     }
     if (last) break;
     begin = end + 1;
@@ -967,7 +1053,7 @@ uint64_t LineFingerprint(std::string_view content, size_t readable, bool code, S
 #if defined(RLSCORE_VECTOR_SCAN)
   if (VectorScan(isa))
     return FingerprintAvx512(content.data(), content.size(), !code, LoadWeights());
-  if (Avx2Scan(isa)) return FingerprintAvx2(content, readable, table);
+  if (Avx2Scan(isa)) return FingerprintAvx2(content, readable, !code, LoadNibbleWeights());
 #endif
   return Fingerprint(content, readable, table);
 }
