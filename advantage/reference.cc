@@ -1560,8 +1560,8 @@ RLSCORE_VECTOR_INLINE Failure Interleaved(const Batch& batch, const Options& opt
       b.single_path &= ~unscorable_groups;
       to_file = unscorable_groups;
     }
-    if (to_file != 0 && ragged_fits) {
-      if constexpr (W == 2) {
+    if constexpr (W == 2) {
+      if (to_file != 0 && ragged_fits) {
         RaggedBlockPortable(b, rewards, out, stats, kernel_options);
         to_file = 0;
       }
