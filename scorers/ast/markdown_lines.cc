@@ -404,7 +404,7 @@ bool IsQuoted(std::string_view line) {
 // how often unequal lines share a fingerprint.
 struct NibbleWeights {
   // [term][nibble]: term 0 by the low nibble, 1 by the high one, 2 by their sum mod 16.
-  uint8_t low[3][16];  // low[0] in [4, 87], the others in [0, 84]: a sum in [4, 255]
+  uint8_t low[3][16];  // low[0] in [4, 87], the others in [0, 83]: a sum in [4, 253]
   uint8_t high[3][16];
   constexpr NibbleWeights() : low(), high() {
     uint64_t x = 0x9e3779b97f4a7c15ULL;
@@ -436,6 +436,14 @@ struct ByteWeights {
   }
 };
 alignas(64) constexpr ByteWeights kByteWeights;
+static_assert(
+    [] {
+      for (const uint8_t w : kByteWeights.low) {
+        if (w < 4) return false;
+      }
+      return true;
+    }(),
+    "a weight must not be a class code of FingerprintTable");
 
 struct FingerprintTable {
   // 0: separator; 1: run byte; 2: ignored; otherwise the byte's weight.
