@@ -32,14 +32,18 @@ constexpr char kUsage[] =
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Block the shutdown signals before gRPC or prometheus-cpp start a thread, so every thread
-  // inherits the mask and only the drain thread's sigwait() receives them. (execv keeps the
-  // mask: rlscore-service starts with it too.)
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const std::string command = argc > 1 ? argv[1] : "";
+  if (command == "serve") {
+    // Block the shutdown signals before gRPC or prometheus-cpp start a thread, so every thread
+    // inherits the mask and only the drain thread's sigwait() receives them. (rlscore-service,
+    // which `rlscore serve` hands over to, blocks them in its own main.) The other commands keep
+    // the default: Ctrl-C or SIGTERM ends them at once.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  }
   // A client that disappears mid-write must not kill the process.
   signal(SIGPIPE, SIG_IGN);
 
@@ -49,7 +53,6 @@ int main(int argc, char** argv) {
   }
 
   const std::vector<std::string> args(argv + (argc > 1 ? 2 : 1), argv + argc);
-  const std::string command = argc > 1 ? argv[1] : "";
 #if RLSCORE_WITH_TRANSPORT
   if (command == "serve") return rlscore::cli::RunServe(args);
   if (command == "health") return rlscore::cli::RunHealthCommand(args);

@@ -16,9 +16,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -296,6 +298,24 @@ class ScoreCliTest(unittest.TestCase):
         self.assertIn("number overflow", results[0]["error"])
         self.assertIn("nested deeper than 32 levels", results[1]["error"])
         self.assertEqual(results[2]["verdict"], "CORRECT")
+
+    def test_interrupt_and_terminate_end_a_run_at_once(self):
+        # A run reading a pipe that stays open, as behind a generator: Ctrl-C or a job
+        # scheduler's SIGTERM must end it, not wait for the pipe.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            proc = subprocess.Popen([ARGS.binary, "score", "-"], stdin=subprocess.PIPE,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.addCleanup(proc.stdin.close)
+            proc.stdin.write(b'{"completion": "<think>a</think> 1", "reference": "1"}\n')
+            proc.stdin.flush()
+            time.sleep(0.5)
+            proc.send_signal(sig)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                self.fail(f"rlscore score ignored signal {sig}")
+            self.assertEqual(proc.returncode, -sig)
 
     def test_an_unreachable_server_is_an_error(self):
         done = run_score(self.input, "--server", "127.0.0.1:1", "--timeout-secs", "1")
