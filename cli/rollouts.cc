@@ -258,7 +258,7 @@ absl::StatusOr<v1::Task> ParseTask(std::string_view name) {
   v1::Task task = v1::TASK_UNSPECIFIED;
   if (!v1::Task_Parse(upper, &task)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("unknown task \"", Sv(name),
+        absl::StrCat("unknown task \"", Clip(name),
                      "\"; expected math, multiple_choice, exact, numeric, external or if"));
   }
   return task;

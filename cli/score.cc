@@ -509,10 +509,12 @@ class ScoreRun {
       const absl::Status status = scorer_->Score(request, &response);
       if (IsItemError(status)) {
         absl::StrAppend(&done.messages, "rlscore score: ", range, ": the batch was refused (",
-                        status.message(), "); scoring its rollouts one at a time\n");
+                        Printable(Std(status.message())),
+                        "); scoring its rollouts one at a time\n");
         one_by_one = true;
       } else if (!status.ok()) {
-        absl::StrAppend(&done.messages, "rlscore score: ", range, ": ", status.message(), "\n");
+        absl::StrAppend(&done.messages, "rlscore score: ", range, ": ",
+                        Printable(Std(status.message())), "\n");
         done.stop = true;
         return;
       } else if (response.results_size() != request.items_size() ||
@@ -559,8 +561,8 @@ class ScoreRun {
       return Skip(number, std::string_view(message.data(), message.size()), done);
     }
     if (!status.ok()) {
-      absl::StrAppend(&done->messages, "rlscore score: line ", number, ": ", status.message(),
-                      "\n");
+      absl::StrAppend(&done->messages, "rlscore score: line ", number, ": ",
+                      Printable(Std(status.message())), "\n");
       done->stop = true;
       return false;
     }
@@ -581,7 +583,7 @@ class ScoreRun {
   // A line that will not be scored: reported, and under --on-error=skip written as an error
   // record. False when the flags say to stop.
   bool Skip(uint64_t number, std::string_view message, DoneBatch* done) const {
-    absl::StrAppend(&done->messages, "rlscore score: line ", number, ": ", Sv(message),
+    absl::StrAppend(&done->messages, "rlscore score: line ", number, ": ", Printable(message),
                     flags_.fail_on_error ? "" : " (skipped)", "\n");
     if (flags_.fail_on_error) {
       done->stop = true;

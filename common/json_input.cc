@@ -1,5 +1,9 @@
 #include "common/json_input.h"
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
 #include "common/strings.h"
 
@@ -8,10 +12,14 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Thrown from the parser callback to stop at the first container past kMaxJsonDepth.
+// Thrown by the builder at the first container past kMaxJsonDepth.
 struct TooDeep {
   size_t depth;
 };
+
+// At most this much of what nlohmann quotes from the input ("last read: '...'", "number overflow
+// parsing '...'") goes into a message: an unterminated string of 30 MB is quoted whole.
+constexpr size_t kMaxReasonBytes = 256;
 
 // nlohmann's messages start with "[json.exception.parse_error.101] parse error at line 1, ".
 std::string_view Reason(const Json::exception& e) {
@@ -26,28 +34,126 @@ std::string_view Reason(const Json::exception& e) {
   return what;
 }
 
+// Builds the value as nlohmann's own DOM parser does (a key given twice keeps its last value),
+// and stops at the first array or object nested deeper than kMaxJsonDepth. Linear in the text:
+// the parser with a callback, which the limit used before, looks through an object's parent for
+// discarded values at the end of every object, and an array of a million objects took minutes.
+// The SAX interface nlohmann::json::sax_parse calls.
+class LimitedDepthBuilder {
+ public:
+  explicit LimitedDepthBuilder(Json* root) : root_(root) {}
+
+  bool null() { return Put(nullptr); }
+  bool boolean(bool value) { return Put(value); }
+  bool number_integer(Json::number_integer_t value) { return Put(value); }
+  bool number_unsigned(Json::number_unsigned_t value) { return Put(value); }
+  bool number_float(Json::number_float_t value, const Json::string_t&) { return Put(value); }
+  bool string(Json::string_t& value) { return Put(std::move(value)); }
+  bool binary(Json::binary_t& value) { return Put(Json::binary(std::move(value))); }
+  bool start_object(size_t) { return Open(Json::object()); }
+  bool key(Json::string_t& name) {
+    slot_ = &(*open_.back())[std::move(name)];
+    return true;
+  }
+  bool end_object() { return Close(); }
+  bool start_array(size_t) { return Open(Json::array()); }
+  bool end_array() { return Close(); }
+  template <typename Exception>
+  bool parse_error(size_t position, const std::string& token, const Exception& e) {
+    token_start_ = position >= token.size() ? position - token.size() + 1 : 0;
+    throw e;
+  }
+  // Where the token the parser refused starts (1-based); 0 before an error.
+  size_t token_start() const { return token_start_; }
+
+ private:
+  // The value's place: the root, the end of the open array, or the slot of the last key.
+  template <typename Value>
+  Json* Place(Value&& value) {
+    if (open_.empty()) {
+      *root_ = Json(std::forward<Value>(value));
+      return root_;
+    }
+    Json& container = *open_.back();
+    if (container.is_array()) {
+      container.push_back(Json(std::forward<Value>(value)));
+      return &container.back();
+    }
+    *slot_ = Json(std::forward<Value>(value));
+    return slot_;
+  }
+  template <typename Value>
+  bool Put(Value&& value) {
+    Place(std::forward<Value>(value));
+    return true;
+  }
+  // A container stays where it was placed while it is open: nothing is added to its parent
+  // until it closes.
+  bool Open(Json empty) {
+    if (open_.size() >= static_cast<size_t>(kMaxJsonDepth)) throw TooDeep{open_.size() + 1};
+    open_.push_back(Place(std::move(empty)));
+    return true;
+  }
+  bool Close() {
+    open_.pop_back();
+    return true;
+  }
+
+  Json* root_;
+  std::vector<Json*> open_;
+  Json* slot_ = nullptr;
+  size_t token_start_ = 0;
+};
+
+// The 1-based offset of the bracket that opens the first container nested `depth` deep in
+// `text`, which parsed without error up to it; 0 if there is none.
+size_t OffsetOfDepth(std::string_view text, size_t depth) {
+  size_t open = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character cannot end the string
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++open == depth) return i + 1;
+    } else if (c == ']' || c == '}') {
+      --open;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 absl::StatusOr<Json> ParseJsonObject(std::string_view text, std::string_view unit) {
+  // nlohmann's reader ends the input at a NUL byte, so `{}` then a NUL and anything at all would
+  // read as `{}`. JSON has no place for one (inside a string it is \u0000).
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid JSON at ", Sv(unit), " ", nul + 1,
+                                                   ": a NUL byte, which JSON allows nowhere"));
+  }
   Json parsed;
-  const Json::parser_callback_t limit_depth = [](int depth, Json::parse_event_t event, Json&) {
-    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
-        depth >= kMaxJsonDepth) {
-      throw TooDeep{static_cast<size_t>(depth) + 1};
-    }
-    return true;
-  };
+  LimitedDepthBuilder builder(&parsed);
   // nlohmann reports errors, and where, only by throwing: every exception stops here.
   try {
-    parsed = Json::parse(text, limit_depth);
+    Json::sax_parse(text.begin(), text.end(), &builder);
   } catch (const Json::parse_error& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("invalid JSON at ", Sv(unit), " ", e.byte, ": ", Sv(Reason(e))));
-  } catch (const Json::exception& e) {  // e.g. out_of_range: a number too large for a double
-    return absl::InvalidArgumentError(absl::StrCat("invalid JSON: ", Sv(Reason(e))));
+    return absl::InvalidArgumentError(absl::StrCat("invalid JSON at ", Sv(unit), " ", e.byte, ": ",
+                                                   Clip(Reason(e), kMaxReasonBytes)));
+  } catch (const Json::exception& e) {  // out_of_range: a number too large for a double
+    return absl::InvalidArgumentError(absl::StrCat("invalid JSON at ", Sv(unit), " ",
+                                                   builder.token_start(), ": ",
+                                                   Clip(Reason(e), kMaxReasonBytes)));
   } catch (const TooDeep& e) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid JSON: nested deeper than ",
-                                                   kMaxJsonDepth, " levels (", e.depth, " seen)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid JSON at ", Sv(unit), " ", OffsetOfDepth(text, e.depth),
+                     ": nested deeper than ", kMaxJsonDepth, " levels"));
   }
   if (!parsed.is_object()) {
     return absl::InvalidArgumentError(

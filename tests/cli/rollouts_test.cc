@@ -206,7 +206,8 @@ TEST(Rollouts, MalformedLinesNameWhatIsWrong) {
       {R"({"completion": [{"role": "assistant", "content": "a"}, {"role": "assistant",
           "content": null, "tool_calls": []}]})",
        "field \"completion\"[1]: the last assistant message has no text content"},
-      {R"({"completion": "x", "external_accuracy": 1e400})", "invalid JSON: number overflow"},
+      {R"({"completion": "x", "external_accuracy": 1e400})",
+       "invalid JSON at column 42: number overflow"},
       {R"({"completion": "x", "id": [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]})",
        "nested deeper than 32 levels"},
       {R"({"completion": "x", "prompt_id": 3.5})",
@@ -374,6 +375,7 @@ TEST(RolloutReader, ReadsLinesOfEveryLengthWithTheSameBuffers) {
 std::string Nest(size_t levels) { return std::string(levels, '[') + std::string(levels, ']'); }
 
 TEST(RolloutReader, LeavesTheRestToTheReferenceWithItsAnswer) {
+  using std::string_literals::operator""s;
   const std::string deep = std::string(32, '[') + std::string(32, ']');
   const std::string just_under = std::string(31, '[') + std::string(31, ']');
   const std::string lines[] = {
@@ -475,8 +477,20 @@ TEST(RolloutReader, LeavesTheRestToTheReferenceWithItsAnswer) {
       "{\"completion\": \"a\x01\"}",
       // a byte-order mark, which nlohmann skips
       "\xEF\xBB\xBF{\"completion\": \"x\"}",
+      // NUL bytes, anywhere (nlohmann's reader alone would end the line at one)
+      "{\"completion\": \"x\"}\0{"s,
+      "{\"completion\": \"x\"} \0"s,
+      "{\"completion\": \"x\0y\"}"s,
+      "{\"completion\":\0\"x\"}"s,
+      "{\"other\": \"\0\", \"completion\": \"x\"}"s,
+      "\0"s,
   };
   for (const std::string& line : lines) ExpectSameAsReference(line);
+  for (const std::string& line : lines) {
+    if (line.find('\0') == std::string::npos) continue;
+    EXPECT_THAT(std::string(ParseRollout(line, FieldNames{}).status().message()),
+                HasSubstr("a NUL byte"));
+  }
 }
 
 TEST(RolloutReader, RenamedAndSharedKeys) {

@@ -62,9 +62,9 @@ def write_corpus(path):
     return good
 
 
-def run_score(*args, stdin=None, env=None):
+def run_score(*args, stdin=None, env=None, timeout=600):
     return subprocess.run([ARGS.binary, "score", *args], input=stdin, capture_output=True,
-                          timeout=600, env=None if env is None else {**os.environ, **env})
+                          timeout=timeout, env=None if env is None else {**os.environ, **env})
 
 
 def summary(stderr):
@@ -316,6 +316,38 @@ class ScoreCliTest(unittest.TestCase):
                 proc.kill()
                 self.fail(f"rlscore score ignored signal {sig}")
             self.assertEqual(proc.returncode, -sig)
+
+    def test_lines_the_fast_reader_leaves_to_the_reference_one_stay_linear(self):
+        # A tab outside strings sends a line to the nlohmann reader, whose parser with a callback
+        # took minutes over an array of a million objects (a second here, in a sanitizer build
+        # a few), and the lines after it waited: a hang, which the time limit catches.
+        big = '{\t"x": [%s], "completion": "x"}' % ",".join(["{}"] * 1500000)
+        lines = [big, '{"completion": "<think>a</think> 1", "reference": "1"}']
+        done = run_score("-", stdin=("\n".join(lines) + "\n").encode(), timeout=120)
+        self.assertEqual(done.returncode, 0, done.stderr.decode()[-2000:])
+        results = [json.loads(l) for l in done.stdout.decode().splitlines()]
+        self.assertEqual([r["line"] for r in results], [1, 2])
+        self.assertEqual(results[1]["verdict"], "CORRECT")
+
+    def test_what_a_bad_line_echoes_is_short_and_inert(self):
+        lines = ['{"completion": "x"}\0{"trailing": 1}',
+                 '{"completion": "' + "x" * 1000000,
+                 '{"task": "\\u001b[31mX\\r\\nrlscore score: fake", "completion": "x"}',
+                 '{"completion": "<think>a</think> 1", "reference": "1"}']
+        done = run_score("-", stdin=("\n".join(lines) + "\n").encode())
+        self.assertEqual(done.returncode, 0, done.stderr.decode()[-2000:])
+        results = [json.loads(l) for l in done.stdout.decode().splitlines()]
+        # nlohmann's reader ended its input at a NUL: the line read as {"completion": "x"}.
+        self.assertEqual(results[0]["error"],
+                         "invalid JSON at column 20: a NUL byte, which JSON allows nowhere")
+        self.assertIn("missing closing quote", results[1]["error"])
+        self.assertLess(len(results[1]["error"]), 500)
+        self.assertIn("\x1b[31m", results[2]["error"])  # the record keeps it, escaped as JSON
+        self.assertEqual(results[3]["verdict"], "CORRECT")
+        stderr = done.stderr.decode()
+        self.assertNotIn("\x1b", stderr)
+        self.assertIn('unknown task "\\x1b[31mX\\x0d\\x0arlscore score: fake"', stderr)
+        self.assertLess(len(stderr), 3000)
 
     def test_an_unreachable_server_is_an_error(self):
         done = run_score(self.input, "--server", "127.0.0.1:1", "--timeout-secs", "1")

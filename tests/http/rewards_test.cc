@@ -92,7 +92,7 @@ TEST(OpenRlhf, MalformedBodiesNameWhatIsWrong) {
       {R"({"query": ["a"], "prompts": [3]})", "\"prompts\"[0]: expected a string"},
       {R"({"query": ["a"], "labels": [{"x": 1}]})", "\"labels\"[0]: expected a string, a number"},
       {R"({"query": ["a"], "labels": [["1", ["2"]]]})", "\"labels\"[0][1]: expected a string"},
-      {R"({"query": ["a"], "labels": [1e400]})", "invalid JSON: number overflow"},
+      {R"({"query": ["a"], "labels": [1e400]})", "invalid JSON at byte 29: number overflow"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.body);
@@ -163,6 +163,10 @@ TEST(OpenRlhf, TheFastReadingAnswersAsTheReference) {
       "{\"query\": [\"a\tb\"]}",
       R"({"query": ["a"]} x)",
       "{\"query\": [\"a\"], \"x\": " + deep + "}",
+      // NUL bytes: after the object, inside a string, between tokens
+      std::string(R"({"query": ["a"]})") + '\0',
+      std::string(R"({"query": ["a)") + '\0' + R"("]})",
+      std::string(R"({"query":)") + '\0' + R"(["a"]})",
   };
   for (const std::string& body : referred) ExpectSameAsReference(body, /*read_fast=*/false);
 }
@@ -178,6 +182,7 @@ TEST(Slime, TheFastReadingAnswersAsTheReference) {
       {R"({"prompt": "q"})", false},
       {R"({"response": 3})", false},
       {R"({"response": "x", "response": "y"})", false},
+      {std::string(R"({"response": "x"})") + '\0', false},
   };
   for (const auto& [body, read_fast] : cases) {
     SCOPED_TRACE(body);
@@ -244,9 +249,9 @@ TEST(JsonInput, RefusesWhatWouldCrashOrExhaust) {
     std::string text;
     const char* message;
   } cases[] = {
-      {R"({"a": 1e400})", "invalid JSON: number overflow parsing '1e400'"},
+      {R"({"a": 1e400})", "invalid JSON at byte 7: number overflow parsing '1e400'"},
       {R"({"a": -1e400})", "number overflow"},
-      {R"({"a": )" + deep + "}", "nested deeper than 32 levels (33 seen)"},
+      {R"({"a": )" + deep + "}", "invalid JSON at byte 38: nested deeper than 32 levels"},
       {"{\"a\": \"\xc3\"}", "invalid JSON at byte"},  // truncated UTF-8
       {R"({"a": 1} x)", "invalid JSON at byte 10"},
       {"3", "expected a JSON object, got number"},

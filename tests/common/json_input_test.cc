@@ -1,0 +1,92 @@
+#include "common/json_input.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "common/strings.h"
+
+namespace rlscore {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+std::string ErrorOf(std::string_view text) {
+  const absl::StatusOr<nlohmann::json> parsed = ParseJsonObject(text, "column");
+  EXPECT_FALSE(parsed.ok()) << text.substr(0, 200);
+  if (parsed.ok()) return "";
+  EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(parsed.status().message());
+}
+
+TEST(ParseJsonObject, NamesWhereNestingGoesTooDeep) {
+  // The object is level 1; 32 levels are read, the bracket that opens the 33rd is named.
+  const auto nested = [](int arrays) {
+    return "{\"a\": " + std::string(arrays, '[') + std::string(arrays, ']') + "}";
+  };
+  EXPECT_TRUE(ParseJsonObject(nested(31), "column").ok());
+  EXPECT_EQ(ErrorOf(nested(32)), "invalid JSON at column 38: nested deeper than 32 levels");
+  // However deep it goes, and with brackets inside strings before it.
+  EXPECT_EQ(ErrorOf(R"({"s": "[[{\"[", "a": )" + std::string(10000, '[')),
+            "invalid JSON at column 53: nested deeper than 32 levels");
+}
+
+TEST(ParseJsonObject, NamesWhereANumberOverflows) {
+  EXPECT_EQ(ErrorOf(R"({"a": 1, "b": 1e400})"),
+            "invalid JSON at column 15: number overflow parsing '1e400'");
+}
+
+TEST(ParseJsonObject, RefusesANulByteAnywhere) {
+  using std::string_literals::operator""s;
+  // nlohmann's reader would end the input at the NUL and read `{"a": 1}`.
+  EXPECT_EQ(ErrorOf("{\"a\": 1}\0{{{"s),
+            "invalid JSON at column 9: a NUL byte, which JSON allows nowhere");
+  EXPECT_THAT(ErrorOf("{\"a\": \"x\0y\"}"s), StartsWith("invalid JSON at column 9: a NUL byte"));
+  EXPECT_THAT(ErrorOf("\0"s), StartsWith("invalid JSON at column 1: a NUL byte"));
+  EXPECT_TRUE(ParseJsonObject(R"({"a": "x\u0000y"})", "column").ok());
+}
+
+TEST(ParseJsonObject, QuotesAtMostAFewHundredBytesOfTheInput) {
+  const std::string unterminated = "{\"a\": \"" + std::string(1 << 20, 'x');
+  const std::string message = ErrorOf(unterminated);
+  EXPECT_THAT(message, StartsWith("invalid JSON at column"));
+  EXPECT_THAT(message, HasSubstr("missing closing quote"));
+  EXPECT_LT(message.size(), 400u);
+  const std::string long_number = "{\"a\": 1" + std::string(100000, '0') + "}";
+  EXPECT_THAT(ErrorOf(long_number), HasSubstr("number overflow"));
+  EXPECT_LT(ErrorOf(long_number).size(), 400u);
+}
+
+TEST(ParseJsonObject, KeepsTheLastOfAKeyGivenTwice) {
+  const absl::StatusOr<nlohmann::json> parsed =
+      ParseJsonObject(R"({"a": 1, "b": {"c": [1, {"d": 2}]}, "a": [3]})", "byte");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->dump(), R"({"a":[3],"b":{"c":[1,{"d":2}]}})");
+}
+
+TEST(ParseJsonObject, TakesTimeLinearInAnArrayOfObjects) {
+  // nlohmann's parser with a callback looks through an object's parent at the end of every
+  // object: two million objects in one array took it hours, far past the test's time limit.
+  std::string text = "{\"a\": [";
+  constexpr int kObjects = 2'000'000;
+  text.reserve(3 * kObjects + 16);
+  for (int i = 0; i < kObjects; ++i) text += i == 0 ? "{}" : ",{}";
+  text += "], \"b\": 1}";
+  const absl::StatusOr<nlohmann::json> parsed = ParseJsonObject(text, "byte");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ((*parsed)["a"].size(), static_cast<size_t>(kObjects));
+  EXPECT_EQ((*parsed)["b"], 1);
+}
+
+TEST(Printable, EscapesControlCharactersOnly) {
+  using std::string_literals::operator""s;
+  EXPECT_EQ(Printable("unknown task \"\x1b[31mX\r\nfake\""),
+            "unknown task \"\\x1b[31mX\\x0d\\x0afake\"");
+  EXPECT_EQ(Printable("a\0b\x7f"s), "a\\x00b\\x7f");
+  EXPECT_EQ(Printable("é中 \t"), "é中 \\x09");
+}
+
+}  // namespace
+}  // namespace rlscore
