@@ -124,6 +124,10 @@ TEST(Rollouts, TaskNames) {
   }
   EXPECT_FALSE(ParseTask("poetry").ok());
   EXPECT_FALSE(ParseTask("").ok());
+  // An unknown name is echoed clipped: a megabyte of it costs an error of a few hundred bytes.
+  const std::string message(ParseTask(std::string(1 << 20, 'x')).status().message());
+  EXPECT_THAT(message, HasSubstr("x... (1048576 bytes)\"; expected math"));
+  EXPECT_LT(message.size(), 300u);
 }
 
 TEST(Rollouts, AnInstructionListIsAReference) {
