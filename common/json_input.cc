@@ -18,7 +18,7 @@ struct TooDeep {
 };
 
 // At most this much of what nlohmann quotes from the input ("last read: '...'", "number overflow
-// parsing '...'") goes into a message: an unterminated string of 30 MB is quoted whole.
+// parsing '...'") goes into a message: nlohmann quotes an unterminated string of 30 MB whole.
 constexpr size_t kMaxReasonBytes = 256;
 
 // nlohmann's messages start with "[json.exception.parse_error.101] parse error at line 1, ".
@@ -35,10 +35,10 @@ std::string_view Reason(const Json::exception& e) {
 }
 
 // Builds the value as nlohmann's own DOM parser does (a key given twice keeps its last value),
-// and stops at the first array or object nested deeper than kMaxJsonDepth. Linear in the text:
-// the parser with a callback, which the limit used before, looks through an object's parent for
-// discarded values at the end of every object, and an array of a million objects took minutes.
-// The SAX interface nlohmann::json::sax_parse calls.
+// and stops at the first array or object nested deeper than kMaxJsonDepth, for
+// nlohmann::json::sax_parse. Linear in the text: nlohmann's parser with a callback, the usual way
+// to limit depth, looks through an object's parent for discarded values at the end of every
+// object, and takes minutes over an array of a million objects.
 class LimitedDepthBuilder {
  public:
   explicit LimitedDepthBuilder(Json* root) : root_(root) {}
