@@ -12,6 +12,7 @@
 #include <new>
 #include <utility>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "cli/rollouts.h"
 #include "common/strings.h"
@@ -52,6 +53,26 @@ class Cutter {
     stopped_ = !emit_(std::move(piece));
   }
 
+  // Emits a piece that stands for a line over the limit, `line_bytes` long without its line
+  // ending, which takes `span` bytes of the input (its newline included, if it has one).
+  void EmitOverlong(uint64_t line_bytes, uint64_t span) {
+    if (stopped_) return;
+    bytes_ += span;
+    InputPiece piece;
+    piece.sequence = sequence_++;
+    piece.bytes_end = bytes_;
+    piece.overlong_line = line_bytes;
+    stopped_ = !emit_(std::move(piece));
+  }
+
+  // Whether the line [begin, end) of `data` (`end` at its newline, or the end of the input) is
+  // over the limit; if so, how long it is.
+  uint64_t Overlong(std::string_view data, size_t begin, size_t end) const {
+    if (size_.max_line_bytes == 0 || end - begin <= size_.max_line_bytes) return 0;
+    const size_t bytes = end - begin - (data[end - 1] == '\r' ? 1 : 0);
+    return bytes > size_.max_line_bytes ? bytes : 0;
+  }
+
   // Pieces that view [bytes, bytes + size) are the bytes of the file `fd` from its start.
   void SetFile(int fd, const char* bytes, size_t size) {
     fd_ = fd;
@@ -68,6 +89,7 @@ class Cutter {
   }
 
   bool stopped() const { return stopped_; }
+  uint64_t max_line_bytes() const { return size_.max_line_bytes; }
 
  private:
   size_t ByBytes(std::string_view data, const std::shared_ptr<const void>& owner) {
@@ -85,6 +107,21 @@ class Cutter {
         newline = static_cast<size_t>(static_cast<const char*>(nl) - data.data());
       }
       const size_t end = newline + 1;
+      if (size_.max_line_bytes != 0 && end - start > size_.max_line_bytes) {
+        // The line the cut falls in (or the last whole one) may be over the limit: it starts
+        // after the last newline before the cut, since none lies between the cut and `newline`.
+        const void* before = memrchr(data.data() + start, '\n', std::min(from, newline) - start);
+        const size_t begin =
+            before == nullptr
+                ? start
+                : static_cast<size_t>(static_cast<const char*>(before) - data.data()) + 1;
+        if (const uint64_t line = Overlong(data, begin, newline); line != 0) {
+          Emit(data.substr(start, begin - start), owner);
+          EmitOverlong(line, end - begin);
+          start = end;
+          continue;
+        }
+      }
       Emit(data.substr(start, end - start), owner);
       start = end;
     }
@@ -123,6 +160,14 @@ class Cutter {
       const void* nl = std::memchr(data.data() + next, '\n', data.size() - next);
       if (nl == nullptr) break;
       const size_t end = static_cast<size_t>(static_cast<const char*>(nl) - data.data());
+      if (const uint64_t line = Overlong(data, next, end); line != 0) {
+        // The piece ends before it, with fewer lines than the others.
+        Emit(data.substr(start, next - start), owner);
+        EmitOverlong(line, end + 1 - next);
+        start = next = end + 1;
+        lines = 0;
+        continue;
+      }
       if (!IsBlank(data.substr(next, end - next))) ++lines;
       next = end + 1;
       if (lines == size_.lines) {
@@ -169,12 +214,35 @@ absl::Status ReadMapped(int fd, size_t size, Cutter* cutter) {
   const size_t viewable =
       readable >= size + kRolloutLinePadding ? size : size - std::min(size, kRolloutLinePadding);
   cutter->SetFile(fd, bytes.data(), size);
-  const size_t start = cutter->EmitWholeLines(bytes.substr(0, viewable), mapping, /*more=*/true);
-  if (cutter->stopped() || start == size) return absl::OkStatus();
-  const std::shared_ptr<const char[]> copy = PaddedCopy(bytes.substr(start));
-  const std::string_view tail(copy.get(), size - start);
-  const size_t rest = cutter->EmitWholeLines(tail, copy, /*more=*/false);
-  cutter->Emit(tail.substr(rest), copy);  // a last line without its newline
+  size_t start = cutter->EmitWholeLines(bytes.substr(0, viewable), mapping, /*more=*/true);
+  const auto emit_copied = [&](size_t end) {
+    if (cutter->stopped() || start == end) return;
+    const std::shared_ptr<const char[]> copy = PaddedCopy(bytes.substr(start, end - start));
+    const std::string_view tail(copy.get(), end - start);
+    const size_t rest = cutter->EmitWholeLines(tail, copy, /*more=*/false);
+    cutter->Emit(tail.substr(rest), copy);  // a last line without its newline
+    start = end;
+  };
+  // The line that runs past `viewable`, if it is over the limit, is skipped rather than copied.
+  if (!cutter->stopped() && start < size && size - start > cutter->max_line_bytes() + 1 &&
+      cutter->max_line_bytes() != 0) {
+    const void* before = memrchr(bytes.data() + start, '\n', viewable - start);
+    const size_t begin =
+        before == nullptr
+            ? start
+            : static_cast<size_t>(static_cast<const char*>(before) - bytes.data()) + 1;
+    const size_t from = std::max(begin, viewable);
+    const void* after = std::memchr(bytes.data() + from, '\n', size - from);
+    const size_t end = after == nullptr
+                           ? size
+                           : static_cast<size_t>(static_cast<const char*>(after) - bytes.data());
+    if (const uint64_t line = cutter->Overlong(bytes, begin, end); line != 0) {
+      emit_copied(begin);
+      cutter->EmitOverlong(line, std::min(end + 1, size) - begin);
+      start = std::min(end + 1, size);
+    }
+  }
+  emit_copied(size);
   return absl::OkStatus();
 }
 
@@ -184,36 +252,105 @@ bool Ready(int fd) {
   return poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLHUP)) != 0;
 }
 
+// Reads `fd` into a chunk until it is full, the input ends, or nothing more has arrived: a
+// writer that pauses (or keeps its end open after a bad line) gets its lines scored meanwhile.
+// Returns how many bytes the chunk holds; sets *eof at the end of the input.
+absl::StatusOr<size_t> ReadBurst(int fd, char* chunk, size_t size, size_t capacity, bool* eof) {
+  do {
+    const ssize_t got = read(fd, chunk + size, capacity - size);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return absl::ErrnoToStatus(errno, "reading the input");
+    if (got == 0) {
+      *eof = true;
+      break;
+    }
+    size += static_cast<size_t>(got);
+  } while (size < capacity && Ready(fd));
+  return size;
+}
+
 absl::Status ReadChunks(int fd, Cutter* cutter) {
   constexpr size_t kChunk = size_t{4} << 20;
-  std::string_view carried;  // what the previous chunk did not pass on
-  std::shared_ptr<const char[]> previous;
+  const uint64_t max_line = cutter->max_line_bytes();
+  // The chunk holds the input not yet passed on, [0, size), and no piece views it, so it may be
+  // written on. Once pieces view it, what they leave is copied into a new chunk (renew); one
+  // that fills with nothing passed on (a line longer than it) doubles, so however long a line,
+  // each of its bytes is copied a bounded number of times. Left uninitialised: reads overwrite
+  // it, and pages not read into are never touched.
+  std::shared_ptr<char[]> chunk;
+  size_t capacity = 0, size = 0;
+  const auto renew = [&](size_t keep_from) {
+    const size_t kept = size - keep_from;
+    const size_t room = std::max(kChunk, 2 * kept);
+    std::shared_ptr<char[]> next =
+        std::make_shared_for_overwrite<char[]>(room + kRolloutLinePadding);
+    if (kept != 0) std::memcpy(next.get(), chunk.get() + keep_from, kept);
+    chunk = std::move(next);
+    capacity = room;
+    size = kept;
+  };
+  size_t line_begin = 0;    // where the chunk's last line begins: no newline follows it
+  uint64_t skipped = 0;     // bytes of a line over the limit, read and dropped; 0 when none is
+  bool skipped_cr = false;  // whether the last of them is a CR (not counted in its length)
+  const auto skip_ends = [&](bool newline) {
+    cutter->EmitOverlong(skipped - (skipped_cr ? 1 : 0), skipped + (newline ? 1 : 0));
+    skipped = 0;
+  };
   for (bool eof = false; !eof && !cutter->stopped();) {
-    // Room for the carried bytes, a chunk and the padding. Left uninitialised: reads overwrite
-    // it, and pages not read into are never touched.
-    const size_t limit = carried.size() + kChunk;
-    std::shared_ptr<char[]> chunk =
-        std::make_shared_for_overwrite<char[]>(limit + kRolloutLinePadding);
-    if (!carried.empty()) std::memcpy(chunk.get(), carried.data(), carried.size());
-    size_t size = carried.size();
-    // Reads until the chunk is full, or the input ends, or nothing more has arrived: a writer
-    // that pauses (or keeps its end open after a bad line) gets its lines scored meanwhile.
-    do {
-      const ssize_t got = read(fd, chunk.get() + size, limit - size);
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) return absl::ErrnoToStatus(errno, "reading the input");
-      if (got == 0) {
-        eof = true;
-        break;
+    if (size == capacity) renew(0);
+    size_t fresh = size;  // where the bytes of this burst start
+    absl::StatusOr<size_t> read = ReadBurst(fd, chunk.get(), size, capacity, &eof);
+    if (!read.ok()) return read.status();
+    size = *read;
+    if (skipped != 0) {  // the chunk holds only this burst: what follows the line is kept
+      const void* nl = std::memchr(chunk.get(), '\n', size);
+      const size_t end =
+          nl == nullptr ? size : static_cast<size_t>(static_cast<const char*>(nl) - chunk.get());
+      if (end != 0) {
+        skipped += end;
+        skipped_cr = chunk[end - 1] == '\r';
       }
-      size += static_cast<size_t>(got);
-    } while (size < limit && Ready(fd));
+      if (nl == nullptr) {
+        size = 0;
+        if (eof) skip_ends(/*newline=*/false);
+        continue;
+      }
+      skip_ends(/*newline=*/true);
+      size -= end + 1;
+      std::memmove(chunk.get(), chunk.get() + end + 1, size);
+      fresh = 0;
+      line_begin = 0;
+    }
+    const void* last_nl = memrchr(chunk.get() + fresh, '\n', size - fresh);
+    if (last_nl != nullptr) {
+      line_begin = static_cast<size_t>(static_cast<const char*>(last_nl) - chunk.get()) + 1;
+    }
+    if (max_line != 0 && size - line_begin > max_line + 1) {
+      // The last line is over the limit whatever ends it (a CR before its newline would not
+      // count): the lines before it are passed on, and it is read to its newline and dropped.
+      skipped = size - line_begin;
+      skipped_cr = chunk[size - 1] == '\r';
+      if (line_begin != 0) {
+        std::memset(chunk.get() + size, ' ', kRolloutLinePadding);
+        cutter->EmitWholeLines(std::string_view(chunk.get(), line_begin), chunk, /*more=*/false);
+        chunk.reset();  // viewed now: the next burst goes to a new one
+        capacity = 0;
+      }
+      size = 0;
+      line_begin = 0;
+      if (eof) skip_ends(/*newline=*/false);
+      continue;
+    }
+    if (last_nl == nullptr && !eof) continue;  // no line has ended: nothing to pass on yet
     std::memset(chunk.get() + size, ' ', kRolloutLinePadding);
     const std::string_view data(chunk.get(), size);
     const size_t start = cutter->EmitWholeLines(data, chunk, /*more=*/!eof);
-    carried = data.substr(start);
-    if (eof) cutter->Emit(carried, chunk);  // a last line without its newline
-    previous = std::move(chunk);            // keeps `carried` alive for the next chunk's copy
+    if (eof) {
+      cutter->Emit(data.substr(start), chunk);  // a last line without its newline
+    } else if (start != 0) {
+      renew(start);
+      line_begin -= start;
+    }
   }
   return absl::OkStatus();
 }
@@ -278,7 +415,7 @@ std::string_view LoadPiece(const InputPiece& piece, PieceBuffer* buffer) {
   return {data, size};
 }
 
-uint64_t SplitLines(std::string_view text, std::vector<PieceLine>* lines) {
+uint64_t SplitLines(std::string_view text, std::vector<PieceLine>* lines, uint64_t max_line_bytes) {
   uint64_t number = 0;
   size_t start = 0;
   while (start < text.size()) {
@@ -289,8 +426,10 @@ uint64_t SplitLines(std::string_view text, std::vector<PieceLine>* lines) {
     std::string_view line = text.substr(start, end - start);
     ++number;
     start = end + 1;
-    if (IsBlank(line)) continue;  // not a rollout
-    if (line.back() == '\r') line.remove_suffix(1);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    // Not a rollout, unless it is over the limit: whether a reader skips it should not depend on
+    // where the pieces are cut.
+    if (IsBlank(line) && (max_line_bytes == 0 || line.size() <= max_line_bytes)) continue;
     lines->push_back({line, number});
   }
   return number;

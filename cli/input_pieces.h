@@ -5,9 +5,17 @@
 // server) make the reader look at every line.
 //
 // A regular file is mapped and pieces are views into the mapping; a pipe is read in chunks of a
-// few megabytes, each byte copied once, and what has arrived is passed on without waiting for a
-// full chunk. Every piece is followed by at least kRolloutLinePadding readable bytes (of any
-// content), as RolloutReader::ReadPadded needs after a line.
+// few megabytes, and what has arrived is passed on without waiting for a full chunk. A line
+// longer than a chunk grows it to twice its size, so a byte is copied a bounded number of times
+// however long its line. Every piece is followed by at least kRolloutLinePadding readable bytes
+// (of any content), as RolloutReader::ReadPadded needs after a line.
+//
+// A line longer than PieceSize::max_line_bytes is not held: where the reader finds one (a line
+// that a piece's cut falls inside, or one that a pipe has not finished), it hands on a piece that
+// stands for that line alone (InputPiece::overlong_line) and skips its bytes, so the memory of
+// reading stays bounded by the limit whatever the input. Lines over the limit may still come
+// inside pieces (where a piece is longer than the limit), so a scoring thread checks each line's
+// length as well.
 //
 // A scoring thread reads a piece of a file into memory of its own, reused from piece to piece
 // (LoadPiece), rather than through the mapping: the first touch of each mapped page is a page
@@ -44,6 +52,9 @@ struct InputPiece {
   // starts in it (LoadPiece reads it from there). -1 for any other piece.
   int fd = -1;
   uint64_t file_offset = 0;
+  // If not 0: the piece stands for one line of this many bytes (its line ending not counted),
+  // over PieceSize::max_line_bytes and not read; `text` is empty.
+  uint64_t overlong_line = 0;
 };
 
 // A scoring thread's memory for the pieces it loads, mapped in whole 2 MiB huge pages where the
@@ -82,6 +93,9 @@ struct PieceSize {
   // leave no thread idle long.
   size_t max_bytes = 0;
   size_t parts = 8;  // 0 is taken as 1
+  // The longest line that is read, its line ending ("\n" or "\r\n") not counted; 0 for no
+  // limit.
+  uint64_t max_line_bytes = 0;
 };
 
 // Reads `fd` to its end in pieces of `size`, in order, handing each to `emit`; stops early when
@@ -96,8 +110,10 @@ struct PieceLine {
   uint64_t number;
 };
 
-// Appends the non-blank lines of `text` to `lines`; returns how many lines it has, blank ones
-// included (the numbering of the next piece goes on from there).
-uint64_t SplitLines(std::string_view text, std::vector<PieceLine>* lines);
+// Appends the non-blank lines of `text` to `lines`, and any blank one over `max_line_bytes` (if
+// not 0), which the reader would have reported had a cut fallen inside it; returns how many
+// lines it has, blank ones included (the numbering of the next piece goes on from there).
+uint64_t SplitLines(std::string_view text, std::vector<PieceLine>* lines,
+                    uint64_t max_line_bytes = 0);
 
 }  // namespace rlscore::cli

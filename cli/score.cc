@@ -389,12 +389,12 @@ class ScoreRun {
     const unsigned threads = std::max(1u, scorer_->Concurrency());
     auto pipeline = std::make_shared<Pipeline>(threads);
     // For a server, a piece is one call of --batch-size lines.
-    const PieceSize piece_size = scorer_->InProcess()
-                                     ? PieceSize{.bytes = kPieceBytes,
-                                                 .lines = 0,
-                                                 .max_bytes = kMaxPieceBytes,
-                                                 .parts = 4 * size_t{threads}}
-                                     : PieceSize{.bytes = 0, .lines = flags_.batch_size};
+    PieceSize piece_size = scorer_->InProcess() ? PieceSize{.bytes = kPieceBytes,
+                                                            .lines = 0,
+                                                            .max_bytes = kMaxPieceBytes,
+                                                            .parts = 4 * size_t{threads}}
+                                                : PieceSize{.bytes = 0, .lines = flags_.batch_size};
+    piece_size.max_line_bytes = flags_.options.limits.max_message_bytes;
     const uint32_t batch_size =
         scorer_->InProcess() ? std::min(flags_.batch_size, kLocalBatch) : flags_.batch_size;
     std::thread reader([pipeline, fd, piece_size] {
@@ -417,13 +417,17 @@ class ScoreRun {
         std::vector<PieceLine> lines;
         while (std::optional<InputPiece> piece = pipeline->pieces.Pop()) {
           lines.clear();
-          const uint64_t count = SplitLines(LoadPiece(*piece, &buffer), &lines);
+          const uint64_t count = piece->overlong_line != 0
+                                     ? 1
+                                     : SplitLines(LoadPiece(*piece, &buffer), &lines,
+                                                  flags_.options.limits.max_message_bytes);
           const std::optional<uint64_t> first = pipeline->numbering.First(piece->sequence, count);
           if (!first.has_value()) return;
           DoneBatch done;
           done.sequence = piece->sequence;
           done.bytes_read = piece->bytes_end;
           done.lines_read = *first - 1 + count;
+          if (piece->overlong_line != 0) Skip(*first, LineTooLong(piece->overlong_line), &done);
           for (size_t b = 0; b < lines.size() && !done.stop; b += batch_size) {
             const std::span<const PieceLine> batch(lines.data() + b,
                                                    std::min<size_t>(batch_size, lines.size() - b));
@@ -487,7 +491,9 @@ class ScoreRun {
     request.set_profile(flags_.profile);
     request.mutable_items()->Reserve(static_cast<int>(batch.size()));
     for (const PieceLine& l : batch) {
-      absl::StatusOr<Rollout> rollout = rollouts->ReadPadded(l.text);
+      absl::StatusOr<Rollout> rollout = l.text.size() > flags_.options.limits.max_message_bytes
+                                            ? absl::InvalidArgumentError(LineTooLong(l.text.size()))
+                                            : rollouts->ReadPadded(l.text);
       if (rollout.ok()) {
         lines.push_back({before + l.number, std::move(rollout->id_json), ""});
         *request.add_items() = std::move(rollout->item);
@@ -582,6 +588,13 @@ class ScoreRun {
 
   // A line that will not be scored: reported, and under --on-error=skip written as an error
   // record. False when the flags say to stop.
+  // A line over the limit is refused unread: memory stays bounded whatever the input. The limit
+  // is the server's on a request, which a line stands for.
+  std::string LineTooLong(uint64_t bytes) const {
+    return absl::StrCat("the line is ", bytes, " bytes; at most ",
+                        flags_.options.limits.max_message_bytes, " (max_message_bytes)");
+  }
+
   bool Skip(uint64_t number, std::string_view message, DoneBatch* done) const {
     absl::StrAppend(&done->messages, "rlscore score: line ", number, ": ", Printable(message),
                     flags_.fail_on_error ? "" : " (skipped)", "\n");

@@ -26,11 +26,21 @@ struct Read {
   uint64_t padding_checksum = 0;  // reads the padding after every piece, so a fault shows
 };
 
+// A piece that stands for a line over the limit, as Check writes it into Read::pieces.
+std::string Overlong(uint64_t bytes) { return "<" + std::to_string(bytes) + " bytes>"; }
+
 void Check(const std::vector<InputPiece>& pieces, Read* read) {
   uint64_t bytes = 0;
   for (size_t i = 0; i < pieces.size(); ++i) {
     const InputPiece& p = pieces[i];
     EXPECT_EQ(p.sequence, i);
+    if (p.overlong_line != 0) {
+      EXPECT_TRUE(p.text.empty());
+      EXPECT_GT(p.bytes_end, bytes + p.overlong_line - 1);
+      bytes = p.bytes_end;
+      read->pieces.push_back(Overlong(p.overlong_line));
+      continue;
+    }
     ASSERT_FALSE(p.text.empty());
     bytes += p.text.size();
     EXPECT_EQ(p.bytes_end, bytes);
@@ -60,6 +70,7 @@ Read ReadFile(const std::string& content, PieceSize size) {
   // was copied out of the mapping, names none.
   PieceBuffer buffer;
   for (const InputPiece& p : pieces) {
+    if (p.overlong_line != 0) continue;
     const std::string_view loaded = LoadPiece(p, &buffer);
     EXPECT_EQ(loaded, p.text) << p.sequence;
     if (p.fd >= 0) {
@@ -73,6 +84,9 @@ Read ReadFile(const std::string& content, PieceSize size) {
   }
   close(fd);
   unlink(path);
+  if (!pieces.empty()) {
+    EXPECT_EQ(pieces.back().bytes_end, content.size());
+  }
   Read read;
   Check(pieces, &read);
   return read;
@@ -100,6 +114,9 @@ Read ReadPipe(const std::string& content, PieceSize size) {
               }).ok());
   writer.join();
   close(fds[0]);
+  if (!pieces.empty()) {
+    EXPECT_EQ(pieces.back().bytes_end, content.size());
+  }
   Read read;
   Check(pieces, &read);
   return read;
@@ -250,6 +267,71 @@ TEST(InputPieces, APipeIsReadInChunksAndALongLineGrowsOne) {
   EXPECT_EQ(Joined(ReadPipe("no newline", 100)), "no newline");
 }
 
+// A pipe whose writer sends a long line a little at a time: each burst that arrives is added to
+// what came before, not copied with it into a new chunk (which took 10 minutes for a line of
+// 300 MB that `cat` wrote, the reader waiting for each 64 KiB it sent).
+TEST(InputPieces, APipeReadsALongLineThatArrivesSlowlyInLinearTime) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  constexpr size_t kLine = size_t{64} << 20;
+  std::thread writer([&] {
+    const std::string block(4096, 'z');
+    EXPECT_EQ(write(fds[1], "a\n", 2), 2);
+    for (size_t sent = 0; sent < kLine; sent += block.size()) {
+      ASSERT_EQ(write(fds[1], block.data(), block.size()), static_cast<ssize_t>(block.size()));
+    }
+    EXPECT_EQ(write(fds[1], "\nb\n", 3), 3);
+    close(fds[1]);
+  });
+  std::vector<std::string> lines;
+  ASSERT_TRUE(ReadPieces(fds[0], {.bytes = 1000, .lines = 0}, [&](InputPiece p) {
+                std::vector<PieceLine> split;
+                SplitLines(p.text, &split);
+                for (const PieceLine& l : split) {
+                  lines.push_back(l.text.size() > 10 ? std::to_string(l.text.size())
+                                                     : std::string(l.text));
+                }
+                return true;
+              }).ok());
+  writer.join();
+  close(fds[0]);
+  EXPECT_EQ(lines, (std::vector<std::string>{"a", std::to_string(kLine), "b"}));
+}
+
+// A line over the limit is handed on as a piece that stands for it, its bytes not held: from a
+// file where a cut falls inside it (or it ends the file), from a pipe wherever it is. Its length
+// leaves out the line ending, "\r\n" too, as the scoring threads measure a line; a line of
+// exactly the limit is read.
+TEST(InputPieces, ALineOverTheLimitIsAPieceOfItsOwn) {
+  constexpr uint64_t kLimit = 20000;
+  const std::string exact(kLimit, 'e');
+  const std::string over(kLimit + 1, 'o');
+  const std::string huge(300000, 'h');
+  const std::string blank(kLimit + 5, ' ');
+  const std::string content = "a\n" + exact + "\r\n" + over + "\n" + huge + "\r\nb\n" + blank +
+                              "\n" + exact + "\n" + over + "\r";
+  const std::string expected = "a\n" + exact + "\r\n" + Overlong(kLimit + 1) + Overlong(300000) +
+                               "b\n" + Overlong(kLimit + 5) + exact + "\n" + Overlong(kLimit + 1);
+  // Pieces of 1 byte and 1000 cut inside every line; lines of a piece of 1 MiB are left to the
+  // scoring threads where no cut falls in them.
+  for (const size_t bytes : {size_t{1}, size_t{1000}}) {
+    SCOPED_TRACE(bytes);
+    const PieceSize size{.bytes = bytes, .lines = 0, .max_line_bytes = kLimit};
+    EXPECT_EQ(Joined(ReadFile(content, size)), expected);
+    EXPECT_EQ(Joined(ReadPipe(content, size)), expected);
+  }
+  const PieceSize lines{.bytes = 0, .lines = 2, .max_line_bytes = kLimit};
+  EXPECT_EQ(Joined(ReadFile(content, lines)), expected);
+  EXPECT_EQ(Joined(ReadPipe(content, lines)), expected);
+  // A pipe's chunk of 4 MiB holds a line of 1 MiB before the reader looks at it.
+  const std::string wide = "x\n" + std::string(size_t{10} << 20, 'w') + "\ny";
+  const PieceSize large{.bytes = 1 << 20, .lines = 0, .max_line_bytes = 1 << 20};
+  EXPECT_EQ(Joined(ReadPipe(wide, large)), "x\n" + Overlong(size_t{10} << 20) + "y");
+  EXPECT_EQ(Joined(ReadFile(wide, large)), "x\n" + Overlong(size_t{10} << 20) + "y");
+  // Without a limit, nothing is over it.
+  EXPECT_EQ(Joined(ReadPipe(content, 1000)), content);
+}
+
 // Pieces of lines, for requests to a server: exactly N non-blank lines each, blank ones riding
 // along, from a file and from a pipe.
 TEST(InputPieces, PiecesOfLinesCountTheNonBlankOnes) {
@@ -351,6 +433,12 @@ TEST(InputPieces, SplitLinesNumbersEveryLineAndKeepsTheNonBlankOnes) {
   EXPECT_EQ(SplitLines("x\n", &lines), 1u);
   EXPECT_EQ(SplitLines("\n\n", &lines), 2u);
   EXPECT_EQ(lines.size(), 1u);
+  // A blank line over the limit is kept, to be reported as the reader reports one it skips.
+  lines.clear();
+  EXPECT_EQ(SplitLines("   \n    \r\n \t\t\t\t\r", &lines, 3), 3u);
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0].text, "    ");
+  EXPECT_EQ(lines[1].text, " \t\t\t\t");
 }
 
 }  // namespace

@@ -268,6 +268,39 @@ class ScoreCliTest(unittest.TestCase):
         self.assertIn("lines 1-3: the batch was refused (items[1].completion.text: ", done.stderr.decode())
         self.assertIn("scoring its rollouts one at a time", done.stderr.decode())
 
+    def test_a_line_over_the_message_limit_is_refused_unread(self):
+        # A line stands for a request: over limits.max_message_bytes it is an error of its own,
+        # whether a file or a pipe brings it, wherever the reader's pieces are cut, and however
+        # many threads score; its bytes are never held (the memory stays bounded).
+        config = os.path.join(self.dir, "lines.textproto")
+        with open(config, "w") as f:
+            f.write("limits { max_message_bytes: 100000 }\n")
+        good = {"completion": "<think>a</think> \\boxed{1}", "reference": "1"}
+        long = dict(good, prompt="p" * 200000)
+        text = (json.dumps(good) + "\n" + json.dumps(long) + "\r\n" + " " * 100001 + "\n" +
+                json.dumps(good) + "\n" + json.dumps(long))
+        path = os.path.join(self.dir, "long-lines.jsonl")
+        with open(path, "w") as f:
+            f.write(text)
+        outputs = []
+        for source, stdin in [(path, None), ("-", text.encode())]:
+            for threads in ["1", "2"]:
+                done = run_score(source, "--config", config, "--scoring-threads", threads,
+                                 stdin=stdin)
+                self.assertEqual(done.returncode, 0, done.stderr.decode())
+                outputs.append(done.stdout)
+                self.assertIn("2 rollouts scored, 3 lines skipped", done.stderr.decode())
+        self.assertEqual(len(set(outputs)), 1)
+        results = [json.loads(l) for l in outputs[0].decode().splitlines()]
+        self.assertEqual([r.get("verdict") for r in results],
+                         ["CORRECT", None, None, "CORRECT", None])
+        size = len(json.dumps(long))
+        self.assertEqual(results[1]["error"],
+                         f"the line is {size} bytes; at most 100000 (max_message_bytes)")
+        self.assertEqual(results[2]["error"],
+                         "the line is 100001 bytes; at most 100000 (max_message_bytes)")
+        self.assertEqual(results[4]["error"], results[1]["error"])
+
     def test_integer_prompt_ids_are_their_decimal_text(self):
         # Datasets number their prompts: 7 and "7" are one prompt for pass@k, echoed as text.
         lines = [{"prompt_id": 7, "completion": "<think>a</think> \\boxed{1}", "reference": "1"},
