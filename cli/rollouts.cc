@@ -469,8 +469,9 @@ struct RolloutReader::Parser {
   ondemand::parser parser = json_ondemand::NewParser();
 };
 
-RolloutReader::RolloutReader(FieldNames names)
+RolloutReader::RolloutReader(FieldNames names, TreeLimit tree_limit)
     : names_(std::move(names)),
+      tree_limit_(tree_limit),
       names_distinct_([this] {
         const std::string* keys[] = {
             &names_.id,         &names_.prompt_id,        &names_.completion, &names_.reference,
@@ -494,6 +495,15 @@ absl::StatusOr<Rollout> RolloutReader::Read(std::string_view line) {
 }
 
 absl::StatusOr<Rollout> RolloutReader::ReadPadded(std::string_view line) {
+  // JsonTreeBytes charges at most 1 + 128 bytes a byte of text (a '[' or '{').
+  constexpr uint64_t kMaxTreeBytesPerByte = 129;
+  if (tree_limit_.bytes != 0 && line.size() > tree_limit_.bytes / kMaxTreeBytesPerByte) {
+    if (const uint64_t tree = JsonTreeBytes(line, CountJsonShape(line)); tree > tree_limit_.bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the line would take about ", tree, " bytes to hold as JSON; at most ",
+                       tree_limit_.bytes, " (", Sv(tree_limit_.name), ")"));
+    }
+  }
   // Raw control bytes are errors inside strings and whitespace (tab, CR) outside: either way a
   // line simdjson might read differently from nlohmann, so the reference reads it.
   if (names_distinct_ && !json_ondemand::HasControlByte(line)) {

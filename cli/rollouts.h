@@ -77,9 +77,19 @@ inline constexpr size_t kRolloutLinePadding = 64;
 // list, a control byte) goes to ParseRollout, so results and error messages are ParseRollout's
 // for every line. Thread-compatible: one reader per thread; its buffers grow with the longest line
 // (to twice its length while that is under 4 MiB, so that they are seldom reallocated).
+//
+// With a tree limit, a line whose JSON tree may hold more than `bytes` (JsonTreeBytes: a line of
+// empty objects holds 20 to 60 times its size) is refused, INVALID_ARGUMENT naming the limit as
+// `name`, whichever reader it would go to, so that no line can exhaust memory. Only lines longer
+// than bytes / 129 can be over it (JsonTreeBytes charges at most 129 bytes a byte), so only they
+// are counted: the others cost nothing.
+struct TreeLimit {
+  uint64_t bytes = 0;  // 0: no limit
+  std::string_view name;
+};
 class RolloutReader {
  public:
-  explicit RolloutReader(FieldNames names);
+  explicit RolloutReader(FieldNames names, TreeLimit tree_limit = {});
   ~RolloutReader();
   RolloutReader(const RolloutReader&) = delete;
   RolloutReader& operator=(const RolloutReader&) = delete;
@@ -97,6 +107,7 @@ class RolloutReader {
   bool ReadFast(std::string_view line, Rollout* rollout);
 
   const FieldNames names_;
+  const TreeLimit tree_limit_;
   const bool names_distinct_;  // no two fields read from one key
   std::unique_ptr<Parser> parser_;
   std::string padded_;

@@ -412,7 +412,8 @@ class ScoreRun {
     for (unsigned t = 0; t < threads; ++t) {
       scoring.emplace_back([this, pipeline, batch_size, &placement] {
         placement.Start();
-        RolloutReader rollouts(flags_.fields);
+        RolloutReader rollouts(flags_.fields, {.bytes = flags_.options.limits.memory_budget_bytes,
+                                               .name = "memory_budget_bytes"});
         PieceBuffer buffer;
         std::vector<PieceLine> lines;
         while (std::optional<InputPiece> piece = pipeline->pieces.Pop()) {

@@ -1,5 +1,6 @@
 #include "common/json_input.h"
 
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -160,6 +161,44 @@ absl::StatusOr<Json> ParseJsonObject(std::string_view text, std::string_view uni
         absl::StrCat("expected a JSON object, got ", parsed.type_name()));
   }
   return parsed;
+}
+
+JsonShape CountJsonShape(std::string_view text) {
+  JsonShape shape;
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  while (p < end) {
+    switch (*p++) {
+      case '"': {
+        ++shape.strings;
+        // To the quote that ends it: one after an even number of backslashes.
+        for (;;) {
+          const void* quote = std::memchr(p, '"', static_cast<size_t>(end - p));
+          if (quote == nullptr) return shape;  // unterminated
+          const char* q = static_cast<const char*>(quote);
+          const char* b = q;
+          while (b > p && b[-1] == '\\') --b;
+          p = q + 1;
+          if ((q - b) % 2 == 0) break;
+        }
+        break;
+      }
+      case '{':
+      case '[':
+        ++shape.containers;
+        break;
+      case ',':
+        ++shape.values;
+        break;
+      default:
+        break;
+    }
+  }
+  return shape;
+}
+
+uint64_t JsonTreeBytes(std::string_view text, const JsonShape& shape) {
+  return text.size() + 64 * shape.strings + 128 * shape.containers + 48 * shape.values;
 }
 
 }  // namespace rlscore

@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/json_input.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -134,8 +135,8 @@ uint64_t ScoringBytes(google::protobuf::io::CodedInputStream* in, uint64_t wire,
 }  // namespace
 
 uint64_t JsonPeakBytes(std::string_view body) {
-  const uint64_t quotes = static_cast<uint64_t>(std::count(body.begin(), body.end(), '"'));
-  return 4 * body.size() + kBytesPerCompletion / 2 * quotes;
+  const JsonShape shape = CountJsonShape(body);
+  return 3 * body.size() + JsonTreeBytes(body, shape) + kBytesPerCompletion * shape.strings;
 }
 
 uint64_t PeakBytes(Method method, std::span<const std::string_view> pieces) {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/json_input.h"
 
 namespace rlscore::cli {
 namespace {
@@ -351,6 +352,32 @@ TEST(RolloutReader, ReadsCommonLinesItselfWithTheReferenceAnswer) {
     ASSERT_TRUE(reader.Read(line).ok()) << line;
   }
   EXPECT_EQ(reader.deferred(), 0u);
+}
+
+// A line whose JSON tree would hold more than the limit is refused by either reader: a tab before
+// it sends it to the reference reader, and the answer is the same. Lines too short to reach the
+// limit are not counted.
+TEST(RolloutReader, RefusesALineWhoseTreeWouldHoldMoreThanTheLimit) {
+  RolloutReader reader(FieldNames{}, {.bytes = 100000, .name = "memory_budget_bytes"});
+  std::string line = R"({"completion": "<think>a</think> 1", "junk": [)";
+  for (int i = 0; i < 600; ++i) line += i == 0 ? "{}" : ",{}";
+  line += "]}";
+  ASSERT_GT(JsonTreeBytes(line, CountJsonShape(line)), 100000u);
+  for (const std::string& form : {line, "\t" + line}) {
+    const absl::StatusOr<Rollout> read = reader.Read(form);
+    ASSERT_FALSE(read.ok());
+    EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(read.status().message(),
+              absl::StrCat("the line would take about ", JsonTreeBytes(form, CountJsonShape(form)),
+                           " bytes to hold as JSON; at most 100000 (memory_budget_bytes)"));
+  }
+  // A third as many objects are under it; and without a limit nothing is refused.
+  std::string smaller = R"({"completion": "<think>a</think> 1", "junk": [)";
+  for (int i = 0; i < 200; ++i) smaller += i == 0 ? "{}" : ",{}";
+  smaller += "]}";
+  EXPECT_TRUE(reader.Read(smaller).ok());
+  EXPECT_TRUE(reader.Read("\t" + smaller).ok());
+  EXPECT_TRUE(RolloutReader(FieldNames{}).Read(line).ok());
 }
 
 // One reader over lines longer and longer, past the length where its buffers stop doubling, then

@@ -2,7 +2,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <malloc.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "common/strings.h"
@@ -78,6 +80,51 @@ TEST(ParseJsonObject, TakesTimeLinearInAnArrayOfObjects) {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ((*parsed)["a"].size(), static_cast<size_t>(kObjects));
   EXPECT_EQ((*parsed)["b"], 1);
+}
+
+TEST(CountJsonShape, CountsOutsideStringsOnly) {
+  const JsonShape shape =
+      CountJsonShape(R"({"a,[{": ["x\"],{", "\\", 1, {"b": []}], "c": "\\\"\\"})");
+  EXPECT_EQ(shape.strings, 6u);
+  EXPECT_EQ(shape.containers, 4u);
+  EXPECT_EQ(shape.values, 4u);
+  // Malformed text is counted as far as it goes: an unterminated string ends the count.
+  const JsonShape cut = CountJsonShape(R"([1, [2, "3, [4)");
+  EXPECT_EQ(cut.strings, 1u);
+  EXPECT_EQ(cut.containers, 2u);
+  EXPECT_EQ(cut.values, 2u);
+  EXPECT_EQ(JsonTreeBytes("[1,{}]", CountJsonShape("[1,{}]")), 6u + 2 * 128 + 48);
+}
+
+// JsonTreeBytes bounds what the tree holds, for input made of what costs the most beside its text
+// and for ordinary input. Measured with glibc's count of the bytes it has handed out (every
+// allocation on the heap, none mapped apart); skipped where the allocator is not glibc's (the
+// sanitizers' count nothing there).
+TEST(JsonTreeBytes, BoundsWhatTheTreeHolds) {
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  {
+    // Through a volatile pointer, so that the compiler cannot leave the allocation out.
+    void* (*volatile allocate)(size_t) = std::malloc;
+    const size_t before = mallinfo2().uordblks;
+    void* const probe = allocate(1 << 20);
+    const bool counted = mallinfo2().uordblks - before >= (1u << 20);
+    std::free(probe);
+    if (!counted) GTEST_SKIP() << "this allocator's bytes are not counted by mallinfo2";
+  }
+  for (const std::string item :
+       {"{}", "[]", "0", "true", "\"\"", "[0]", "[[]]", "{\"a\":{}}", "{\"a\":0}",
+        "\"words of a completion, a few of them\"", "-0.12345"}) {
+    SCOPED_TRACE(item);
+    std::string text = "{\"x\": [";
+    for (int i = 0; i < 100000; ++i) text += (i == 0 ? "" : ",") + item;
+    text += "]}";
+    const size_t before = mallinfo2().uordblks;
+    absl::StatusOr<nlohmann::json> parsed = ParseJsonObject(text, "byte");
+    ASSERT_TRUE(parsed.ok());
+    const size_t held = mallinfo2().uordblks - before;
+    EXPECT_GE(JsonTreeBytes(text, CountJsonShape(text)), held);
+    EXPECT_GT(held, text.size() / 2);  // what is measured is the tree
+  }
 }
 
 TEST(Printable, EscapesControlCharactersOnly) {

@@ -105,8 +105,21 @@ TEST(RequestCost, ScoringIsChargedItsBytesTwiceAndEachCompletion) {
 
 TEST(RequestCost, JsonBodiesAreChargedPerByteAndPerString) {
   const std::string body = R"({"prompt": "q", "response": "<think>a</think> 42", "label": "42"})";
-  EXPECT_EQ(JsonPeakBytes(body), 4 * body.size() + 12 * (kBytesPerCompletion / 2));
+  // Six strings, one object, two separators.
+  EXPECT_EQ(JsonPeakBytes(body), 4 * body.size() + 6 * (64 + kBytesPerCompletion) + 128 + 2 * 48);
   EXPECT_EQ(JsonPeakBytes(""), 0u);
+  // Brackets, commas and escaped quotes inside strings are text.
+  const std::string prose = R"({"response": "{[,\"]}, [{,\"}]"})";
+  EXPECT_EQ(JsonPeakBytes(prose), 4 * prose.size() + 2 * (64 + kBytesPerCompletion) + 128);
+}
+
+// A body of empty objects holds 20 to 60 times its size as a tree (a 90 MB one peaked at 5.1 GB
+// where it was charged 360 MB): charged by its structure, it is refused before it is parsed.
+TEST(RequestCost, JsonBodiesAreChargedForTheTreeTheirStructureBuilds) {
+  std::string body = R"({"response": "x", "junk": [)";
+  for (int i = 0; i < 100000; ++i) body += i == 0 ? "{}" : ",{}";
+  body += "]}";
+  EXPECT_GT(JsonPeakBytes(body), 50 * body.size());
 }
 
 TEST(RequestCost, BytesThatAreNotARequestAreChargedTwiceTheirSize) {
