@@ -133,9 +133,9 @@ class HttpListenerTest(unittest.TestCase):
         self.assertIn('rlscore_admission_refusals_total{retryable="false"} 1', server.metrics())
 
     def test_a_body_is_charged_for_the_tree_its_structure_builds(self):
-        # 30 KB of empty objects hold about 2 MB as a JSON tree (a 90 MB body once peaked at
-        # 5.1 GB): charged by its structure, not 4 bytes a byte, it is refused for good before
-        # it is parsed, as an ordinary body of the same size is not.
+        # 30 KB of empty objects are charged about 1.8 MB for their JSON tree (a 90 MB body once
+        # peaked at 5.1 GB): charged by its structure, not 4 bytes a byte, the body is refused for
+        # good before it is parsed, as an ordinary body of the same size is not.
         server = RunningServer(ARGS.binary, "--http-address=127.0.0.1:0",
                                "--memory-budget-bytes=1048576")
         self.addCleanup(server.stop)

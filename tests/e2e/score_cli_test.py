@@ -301,6 +301,25 @@ class ScoreCliTest(unittest.TestCase):
                          "the line is 100001 bytes; at most 100000 (max_message_bytes)")
         self.assertEqual(results[4]["error"], results[1]["error"])
 
+    def test_a_line_whose_json_tree_passes_the_memory_budget_is_refused(self):
+        # 10,000 empty objects (30 KB) would hold about 1.8 MB as a JSON tree: over a budget of
+        # 1 MiB, refused whichever reader the line goes to (a tab sends it to the reference one);
+        # an ordinary line of the same size is read.
+        config = os.path.join(self.dir, "budget.textproto")
+        with open(config, "w") as f:
+            f.write("limits { memory_budget_bytes: 1048576 }\n")
+        good = {"completion": "<think>a</think> \\boxed{1}", "reference": "1"}
+        objects = json.dumps(dict(good, junk=[{}] * 10000))
+        text = (objects + "\n\t" + objects + "\n" +
+                json.dumps(dict(good, prompt="p" * 30000)) + "\n")
+        done = run_score("-", "--config", config, stdin=text.encode())
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        results = [json.loads(l) for l in done.stdout.decode().splitlines()]
+        self.assertEqual([r.get("verdict") for r in results], [None, None, "CORRECT"])
+        for result in results[:2]:
+            self.assertRegex(result["error"], r"^the line would take about [0-9]+ bytes to hold "
+                             r"as JSON; at most 1048576 \(memory_budget_bytes\)$")
+
     def test_integer_prompt_ids_are_their_decimal_text(self):
         # Datasets number their prompts: 7 and "7" are one prompt for pass@k, echoed as text.
         lines = [{"prompt_id": 7, "completion": "<think>a</think> \\boxed{1}", "reference": "1"},
