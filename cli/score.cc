@@ -382,6 +382,25 @@ class ScoreRun {
   static constexpr size_t kPieceBytes = 256 << 10;
   static constexpr size_t kMaxPieceBytes = 1 << 20;
   static constexpr uint32_t kLocalBatch = 32;
+  // ... and, past a call's first line, of at most kLocalBatchBytes. A call's rollouts are all
+  // parsed before any is scored: kept to a few lines, their text is still in the core's cache
+  // when it is scored, and the thread's heap does not grow to hold 32 long completions, whose
+  // every new page is a page fault. In process, a call costs nothing measurable beside its
+  // scoring (the 13 MB corpus: 9 % off the wall time; 100 copies of it: the same time).
+  static constexpr size_t kLocalBatchBytes = 64 << 10;
+
+  // The end of the batch of lines that starts at lines[begin]: at most `max_lines` lines, and
+  // past the first, at most `max_bytes` bytes of them.
+  static size_t BatchEnd(const std::vector<PieceLine>& lines, size_t begin, size_t max_lines,
+                         size_t max_bytes) {
+    const size_t last = std::min(lines.size(), begin + max_lines);
+    size_t end = begin + 1;
+    for (size_t bytes = lines[begin].text.size(); end < last; ++end) {
+      bytes += lines[end].text.size();
+      if (bytes > max_bytes) break;
+    }
+    return end;
+  }
 
   // Scores every line of the file `fd`. False when scoring had to stop; the reason went to
   // stderr.
@@ -397,6 +416,7 @@ class ScoreRun {
     piece_size.max_line_bytes = flags_.options.limits.max_message_bytes;
     const uint32_t batch_size =
         scorer_->InProcess() ? std::min(flags_.batch_size, kLocalBatch) : flags_.batch_size;
+    const size_t batch_bytes = scorer_->InProcess() ? kLocalBatchBytes : SIZE_MAX;
     std::thread reader([pipeline, fd, piece_size] {
       uint64_t pieces = 0;
       pipeline->read_error = ReadPieces(fd, piece_size, [&](InputPiece piece) {
@@ -410,7 +430,7 @@ class ScoreRun {
     std::vector<std::thread> scoring;
     CpuPlacement placement(scorer_->InProcess() ? threads : 0);
     for (unsigned t = 0; t < threads; ++t) {
-      scoring.emplace_back([this, pipeline, batch_size, &placement] {
+      scoring.emplace_back([this, pipeline, batch_size, batch_bytes, &placement] {
         placement.Start();
         RolloutReader rollouts(flags_.fields, {.bytes = flags_.options.limits.memory_budget_bytes,
                                                .name = "memory_budget_bytes"});
@@ -429,10 +449,10 @@ class ScoreRun {
           done.bytes_read = piece->bytes_end;
           done.lines_read = *first - 1 + count;
           if (piece->overlong_line != 0) Skip(*first, LineTooLong(piece->overlong_line), &done);
-          for (size_t b = 0; b < lines.size() && !done.stop; b += batch_size) {
-            const std::span<const PieceLine> batch(lines.data() + b,
-                                                   std::min<size_t>(batch_size, lines.size() - b));
-            ScoreBatch(batch, *first - 1, &rollouts, &done);
+          for (size_t b = 0, end; b < lines.size() && !done.stop; b = end) {
+            end = BatchEnd(lines, b, batch_size, batch_bytes);
+            ScoreBatch(std::span<const PieceLine>(lines.data() + b, end - b), *first - 1, &rollouts,
+                       &done);
           }
           if (!pipeline->in_order.Put(std::move(done))) return;
         }
