@@ -269,6 +269,13 @@ absl::StatusOr<Rollout> ParseRollout(std::string_view line, const FieldNames& na
   if (!parsed.ok()) return parsed.status();
   Rollout rollout;
   RLSCORE_RETURN_IF_ERROR(ReadFields(*parsed, names, &rollout));
+  // An id nlohmann holds as a double is echoed as written: its dump would round an integer past
+  // 64 bits, and two such ids would come out the same.
+  if (const auto id = parsed->find(names.id); id != parsed->end() && id->is_number_float()) {
+    if (std::optional<std::string> text = MemberFloatText(line, names.id)) {
+      rollout.id_json = *std::move(text);
+    }
+  }
   return rollout;
 }
 

@@ -106,6 +106,59 @@ class LimitedDepthBuilder {
   size_t token_start_ = 0;
 };
 
+// MemberFloatText's reader: follows the top-level members, keeping the text of the last `key`
+// member's number where nlohmann reads it as a double.
+class MemberFloatFinder {
+ public:
+  explicit MemberFloatFinder(std::string_view key) : key_(key) {}
+
+  bool null() { return Other(); }
+  bool boolean(bool) { return Other(); }
+  bool number_integer(Json::number_integer_t) { return Other(); }
+  bool number_unsigned(Json::number_unsigned_t) { return Other(); }
+  bool number_float(Json::number_float_t, const Json::string_t& text) {
+    if (AtKey()) found_ = text;
+    return true;
+  }
+  bool string(Json::string_t&) { return Other(); }
+  bool binary(Json::binary_t&) { return Other(); }
+  bool start_object(size_t) { return Open(); }
+  bool key(Json::string_t& name) {
+    if (depth_ == 1) at_key_ = name == key_;
+    return true;
+  }
+  bool end_object() { return Close(); }
+  bool start_array(size_t) { return Open(); }
+  bool end_array() { return Close(); }
+  template <typename Exception>
+  bool parse_error(size_t, const std::string&, const Exception&) {
+    found_.reset();
+    return false;
+  }
+  std::optional<std::string>& found() { return found_; }
+
+ private:
+  bool AtKey() const { return depth_ == 1 && at_key_; }
+  bool Other() {
+    if (AtKey()) found_.reset();  // a later member of the same key replaces the number
+    return true;
+  }
+  bool Open() {
+    Other();
+    ++depth_;
+    return true;
+  }
+  bool Close() {
+    --depth_;
+    return true;
+  }
+
+  std::string_view key_;
+  size_t depth_ = 0;
+  bool at_key_ = false;
+  std::optional<std::string> found_;
+};
+
 // The 1-based offset of the bracket that opens the first container nested `depth` deep in
 // `text`, which parsed without error up to it; 0 if there is none.
 size_t OffsetOfDepth(std::string_view text, size_t depth) {
@@ -161,6 +214,16 @@ absl::StatusOr<Json> ParseJsonObject(std::string_view text, std::string_view uni
         absl::StrCat("expected a JSON object, got ", parsed.type_name()));
   }
   return parsed;
+}
+
+std::optional<std::string> MemberFloatText(std::string_view text, std::string_view key) {
+  MemberFloatFinder finder(key);
+  try {
+    if (!Json::sax_parse(text.begin(), text.end(), &finder)) return std::nullopt;
+  } catch (const Json::exception&) {  // not text that ParseJsonObject read
+    return std::nullopt;
+  }
+  return std::move(finder.found());
 }
 
 JsonShape CountJsonShape(std::string_view text) {

@@ -10,6 +10,8 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -24,6 +26,14 @@ inline constexpr int kMaxJsonDepth = 32;
 // N is the 1-based byte offset of the problem and <unit> is what the caller calls it ("column"
 // for a line, "byte" for a body).
 absl::StatusOr<nlohmann::json> ParseJsonObject(std::string_view text, std::string_view unit);
+
+// The text, as written, of the number that is the value of the top-level member `key` of the
+// object `text` (its last such member, the one ParseJsonObject keeps), where nlohmann reads that
+// number as a double: one with a fraction or an exponent, or an integer past 64 bits, which a
+// double would round (123456789012345678901234567890 and ...891 are the same double). nullopt
+// where the member is absent or holds anything else. `text` must be one that ParseJsonObject
+// read without error.
+std::optional<std::string> MemberFloatText(std::string_view text, std::string_view key);
 
 // What a JSON text holds outside its strings, counted without parsing it (malformed text is
 // counted as far as it goes), in one pass that skips through strings with memchr.

@@ -92,6 +92,31 @@ TEST(Rollouts, DeepNestingJustUnderTheLimitIsRead) {
   EXPECT_EQ(r->id_json, id);
 }
 
+// A numeric id that nlohmann holds as a double comes back as written: integers past 64 bits
+// would otherwise round, and distinct ids come out the same. Both readers give it.
+TEST(Rollouts, AnIdReadAsADoubleIsEchoedAsWritten) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"123456789012345678901234567890", "123456789012345678901234567890"},
+      {"123456789012345678901234567891", "123456789012345678901234567891"},
+      {"-18446744073709551617", "-18446744073709551617"},
+      {"1.50", "1.50"},
+      {"1e2", "1e2"},
+      {"17", "17"},  // integers of 64 bits are their decimal text, as before
+      {"-0", "0"},
+  };
+  RolloutReader reader({});
+  for (const auto& [json, text] : cases) {
+    SCOPED_TRACE(json);
+    const std::string line = absl::StrCat(R"({"completion": "x", "id": )", json, "}");
+    absl::StatusOr<Rollout> r = ParseRollout(line, {});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->id_json, text);
+    absl::StatusOr<Rollout> fast = reader.Read(line);
+    ASSERT_TRUE(fast.ok()) << fast.status();
+    EXPECT_EQ(fast->id_json, text);
+  }
+}
+
 TEST(Rollouts, RenamedFields) {
   FieldNames names;
   ASSERT_TRUE(RenameField("completion=response", &names).ok());

@@ -5,7 +5,9 @@
 #include <malloc.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "common/strings.h"
 
@@ -80,6 +82,34 @@ TEST(ParseJsonObject, TakesTimeLinearInAnArrayOfObjects) {
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ((*parsed)["a"].size(), static_cast<size_t>(kObjects));
   EXPECT_EQ((*parsed)["b"], 1);
+}
+
+TEST(MemberFloatText, IsTheLastMembersNumberAsWritten) {
+  const std::pair<std::string_view, std::optional<std::string>> cases[] = {
+      {R"({"id": 1.50})", "1.50"},
+      {R"({"id": -2E-3, "x": 1})", "-2E-3"},
+      {R"({"id": 1e2})", "1e2"},
+      {R"({"id": 123456789012345678901234567890})", "123456789012345678901234567890"},
+      {R"({"id": 18446744073709551616})", "18446744073709551616"},
+      {R"({"id": -9223372036854775809})", "-9223372036854775809"},
+      {R"({"x": [1.5, {"id": 2.5}], "id": 3.5})", "3.5"},
+      {R"({"id": "a", "id": 2.5})", "2.5"},
+      {R"({"id": 4.5})", "4.5"},  // the key as nlohmann reads it
+      // nlohmann reads these as integers, or they are not numbers, or not the member's last value
+      {R"({"id": 7})", std::nullopt},
+      {R"({"id": -0})", std::nullopt},
+      {R"({"id": 18446744073709551615})", std::nullopt},
+      {R"({"id": 1.5, "id": "a"})", std::nullopt},
+      {R"({"id": 1.5, "id": [2.5]})", std::nullopt},
+      {R"({"x": {"id": 1.5}})", std::nullopt},
+      {R"({"idx": 1.5})", std::nullopt},
+      {R"({})", std::nullopt},
+  };
+  for (const auto& [text, number] : cases) {
+    SCOPED_TRACE(text);
+    ASSERT_TRUE(ParseJsonObject(text, "byte").ok());
+    EXPECT_EQ(MemberFloatText(text, "id"), number);
+  }
 }
 
 TEST(CountJsonShape, CountsOutsideStringsOnly) {

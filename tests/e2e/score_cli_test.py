@@ -340,6 +340,21 @@ class ScoreCliTest(unittest.TestCase):
         self.assertRegex(stderr, r"pass@1 +0\.2500 +\(2 prompts\)")
         self.assertRegex(stderr, r"pass@2 +1\.0000 +\(1 prompts\)")
 
+    def test_numeric_ids_come_back_as_the_same_numbers(self):
+        # A trainer joins results to its rollouts by id: integers past 64 bits, which a double
+        # would round to one value, come back as written, as do ids with a fraction or exponent.
+        ids = [123456789012345678901234567890, 123456789012345678901234567891,
+               -18446744073709551617, 2 ** 64, 17, 0.1, 2.5e-8]
+        text = "".join('{"id": %s, "completion": "<think>a</think> 1", "reference": "1"}\n'
+                       % json.dumps(i) for i in ids)
+        for threads in ["1", "2"]:
+            with self.subTest(threads=threads):
+                done = run_score("-", "--scoring-threads", threads, stdin=text.encode())
+                self.assertEqual(done.returncode, 0, done.stderr.decode())
+                results = [json.loads(l) for l in done.stdout.decode().splitlines()]
+                self.assertEqual([r["id"] for r in results], ids)
+                self.assertEqual([type(r["id"]) for r in results], [type(i) for i in ids])
+
     def test_numbers_and_nesting_that_would_crash_a_parser_are_skipped(self):
         lines = ['{"completion": "x", "external_accuracy": 1e400}',
                  '{"completion": "x", "id": %s1%s}' % ("[" * 100000, "]" * 100000),
