@@ -94,7 +94,7 @@ TEST(MemberFloatText, IsTheLastMembersNumberAsWritten) {
       {R"({"id": -9223372036854775809})", "-9223372036854775809"},
       {R"({"x": [1.5, {"id": 2.5}], "id": 3.5})", "3.5"},
       {R"({"id": "a", "id": 2.5})", "2.5"},
-      {R"({"id": 4.5})", "4.5"},  // the key as nlohmann reads it
+      {R"({"\u0069d": 4.5})", "4.5"},  // the key unescaped, as nlohmann reads it
       // nlohmann reads these as integers, or they are not numbers, or not the member's last value
       {R"({"id": 7})", std::nullopt},
       {R"({"id": -0})", std::nullopt},
