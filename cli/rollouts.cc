@@ -107,12 +107,19 @@ absl::Status ReadCompletion(const Json& value, std::string_view key, std::string
       absl::StrCat("field \"", Sv(key), "\": a message list without an assistant message"));
 }
 
-// A reference is a string, or (task IF) an instruction list as a JSON object, kept as its text.
-absl::Status ReadReferences(const Json& line, std::string_view key, v1::ScoreItem* item) {
+// A reference is a string; a number or a boolean as the line writes it (a dataset's answer
+// column is often numeric: 1.50 stays "1.50", an integer past 64 bits keeps every digit); or
+// (task IF) an instruction list as a JSON object, kept as its text. `text` is the line.
+absl::Status ReadReferences(const Json& line, std::string_view text, std::string_view key,
+                            v1::ScoreItem* item) {
   const auto it = line.find(key);
   if (it == line.end() || it->is_null()) return absl::OkStatus();
   if (it->is_string()) {
     item->add_references(it->get_ref<const std::string&>());
+    return absl::OkStatus();
+  }
+  if (it->is_number() || it->is_boolean()) {
+    item->add_references(MemberText(text, key).value_or(it->dump()));
     return absl::OkStatus();
   }
   if (it->is_object() && it->contains(kInstructionIdList)) {
@@ -120,20 +127,28 @@ absl::Status ReadReferences(const Json& line, std::string_view key, v1::ScoreIte
     return absl::OkStatus();
   }
   if (!it->is_array()) {
-    return absl::InvalidArgumentError(
-        FieldError(key, "a string, an instruction list object or a list of strings", *it));
+    return absl::InvalidArgumentError(FieldError(
+        key, "a string, a number, a boolean, an instruction list object or a list of them", *it));
   }
+  std::optional<std::string> written;  // the list as the line writes it, once a number needs it
+  std::vector<std::string_view> elements;
   for (size_t i = 0; i < it->size(); ++i) {
     const Json& ref = (*it)[i];
     if (ref.is_object() && ref.contains(kInstructionIdList)) {
       item->add_references(ref.dump(-1, ' ', false, Json::error_handler_t::replace));
-      continue;
+    } else if (ref.is_string()) {
+      item->add_references(ref.get_ref<const std::string&>());
+    } else if (ref.is_number() || ref.is_boolean()) {
+      if (!written.has_value()) {
+        written = MemberText(text, key);
+        if (written.has_value()) elements = ElementTexts(*written);
+      }
+      item->add_references(i < elements.size() ? std::string(elements[i]) : ref.dump());
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("field \"", Sv(key), "\"[", i,
+                       "]: expected a string, a number or a boolean, got ", ref.type_name()));
     }
-    if (!ref.is_string()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "field \"", Sv(key), "\"[", i, "]: expected a string, got ", ref.type_name()));
-    }
-    item->add_references(ref.get_ref<const std::string&>());
   }
   return absl::OkStatus();
 }
@@ -151,7 +166,8 @@ void ReadInstructionList(const Json& line, v1::ScoreItem* item) {
   if (item->task() == v1::TASK_UNSPECIFIED) item->set_task(v1::TASK_INSTRUCTION_FOLLOWING);
 }
 
-absl::Status ReadFields(const Json& line, const FieldNames& names, Rollout* rollout) {
+absl::Status ReadFields(const Json& line, std::string_view line_text, const FieldNames& names,
+                        Rollout* rollout) {
   v1::ScoreItem& item = rollout->item;
   v1::Completion& completion = *item.mutable_completion();
 
@@ -166,9 +182,9 @@ absl::Status ReadFields(const Json& line, const FieldNames& names, Rollout* roll
   }
   RLSCORE_RETURN_IF_ERROR(ReadCompletion(*text, names.completion, completion.mutable_text()));
 
-  RLSCORE_RETURN_IF_ERROR(ReadReferences(line, names.reference, &item));
+  RLSCORE_RETURN_IF_ERROR(ReadReferences(line, line_text, names.reference, &item));
   if (names.references != names.reference) {
-    RLSCORE_RETURN_IF_ERROR(ReadReferences(line, names.references, &item));
+    RLSCORE_RETURN_IF_ERROR(ReadReferences(line, line_text, names.references, &item));
   }
 
   if (const auto it = line.find(names.num_tokens); it != line.end() && !it->is_null()) {
@@ -268,11 +284,13 @@ absl::StatusOr<Rollout> ParseRollout(std::string_view line, const FieldNames& na
   absl::StatusOr<Json> parsed = ParseJsonObject(line, "column");
   if (!parsed.ok()) return parsed.status();
   Rollout rollout;
-  RLSCORE_RETURN_IF_ERROR(ReadFields(*parsed, names, &rollout));
-  // An id nlohmann holds as a double is echoed as written: its dump would round an integer past
-  // 64 bits, and two such ids would come out the same.
-  if (const auto id = parsed->find(names.id); id != parsed->end() && id->is_number_float()) {
-    if (std::optional<std::string> text = MemberFloatText(line, names.id)) {
+  RLSCORE_RETURN_IF_ERROR(ReadFields(*parsed, line, names, &rollout));
+  // An id is echoed as the line writes it where nlohmann's dump would change it: a number it
+  // holds as a double (rounded past 64 bits, so that two ids would come out the same), a list
+  // or an object (keys sorted, and their numbers so rounded).
+  if (const auto id = parsed->find(names.id);
+      id != parsed->end() && (id->is_number_float() || id->is_structured())) {
+    if (std::optional<std::string> text = MemberText(line, names.id)) {
       rollout.id_json = *std::move(text);
     }
   }
@@ -442,18 +460,37 @@ bool ReadCompletionText(ondemand::value value, std::string* out) {
   return found;
 }
 
-// A string or a list of strings, appended to `out`; null adds nothing.
+// One reference as ReadReferences writes it: a string, or a number or a boolean as its text.
+bool ReadReference(ondemand::value value, ondemand::json_type type, std::string* out) {
+  switch (type) {
+    case ondemand::json_type::string:
+      return ReadString(value, out);
+    case ondemand::json_type::number:
+      return json_ondemand::AppendNumberText(value, out);
+    case ondemand::json_type::boolean: {
+      bool b;
+      if (value.get_bool().get(b)) return false;
+      AppendJsonBool(out, b);
+      return true;
+    }
+    default:
+      return false;  // instruction lists and errors: left to the reference
+  }
+}
+
+// A reference or a list of them, appended to `out`; null adds nothing.
 bool ReadReferences(ondemand::value value, std::vector<std::string>* out) {
   ondemand::json_type type;
   if (value.type().get(type)) return false;
   if (type == ondemand::json_type::null) return IsNull(value);
-  if (type == ondemand::json_type::string) return ReadString(value, &out->emplace_back());
-  if (type != ondemand::json_type::array) return false;
+  if (type != ondemand::json_type::array) return ReadReference(value, type, &out->emplace_back());
   ondemand::array array;
   if (value.get_array().get(array)) return false;
   for (auto element : array) {
     ondemand::value v;
-    if (element.get(v) || !ReadString(v, &out->emplace_back())) return false;
+    if (element.get(v) || v.type().get(type) || !ReadReference(v, type, &out->emplace_back())) {
+      return false;
+    }
   }
   return true;
 }

@@ -8,7 +8,9 @@
 // or from an IFEval row's own "instruction_id_list" and "kwargs" keys (the task is then IF
 // unless the line names another).
 // Only "completion" is required; a completion may also be a chat message list, of which the last
-// assistant message's "content" is scored. "id" is any JSON value and is echoed back;
+// assistant message's "content" is scored. A reference may also be a number, kept as the line
+// writes it (1.50 stays "1.50"), or a boolean. "id" is any JSON value and is echoed back (a
+// number nlohmann holds as a double, a list or an object as the line writes it, less its spaces);
 // "prompt_id" may be an integer, read (and echoed) as its decimal text.
 //
 // Output, one object per input line and in input order:
@@ -42,8 +44,8 @@ struct FieldNames {
   std::string id = "id";
   std::string prompt_id = "prompt_id";
   std::string completion = "completion";
-  std::string reference = "reference";    // a string or a list of strings
-  std::string references = "references";  // a list of strings (or a string)
+  std::string reference = "reference";    // a reference or a list of them
+  std::string references = "references";  // a list of references (or one)
   std::string num_tokens = "num_tokens";
   std::string token_ids = "token_ids";
   std::string finished = "finished";

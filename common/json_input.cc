@@ -106,25 +106,25 @@ class LimitedDepthBuilder {
   size_t token_start_ = 0;
 };
 
-// MemberFloatText's reader: follows the top-level members, keeping the text of the last `key`
-// member's number where nlohmann reads it as a double.
-class MemberFloatFinder {
+// MemberText's first pass: which of the top-level members is the last whose key, unescaped,
+// is `key`, counting from 0.
+class MemberFinder {
  public:
-  explicit MemberFloatFinder(std::string_view key) : key_(key) {}
+  explicit MemberFinder(std::string_view key) : key_(key) {}
 
-  bool null() { return Other(); }
-  bool boolean(bool) { return Other(); }
-  bool number_integer(Json::number_integer_t) { return Other(); }
-  bool number_unsigned(Json::number_unsigned_t) { return Other(); }
-  bool number_float(Json::number_float_t, const Json::string_t& text) {
-    if (AtKey()) found_ = text;
-    return true;
-  }
-  bool string(Json::string_t&) { return Other(); }
-  bool binary(Json::binary_t&) { return Other(); }
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(Json::number_integer_t) { return true; }
+  bool number_unsigned(Json::number_unsigned_t) { return true; }
+  bool number_float(Json::number_float_t, const Json::string_t&) { return true; }
+  bool string(Json::string_t&) { return true; }
+  bool binary(Json::binary_t&) { return true; }
   bool start_object(size_t) { return Open(); }
   bool key(Json::string_t& name) {
-    if (depth_ == 1) at_key_ = name == key_;
+    if (depth_ == 1) {
+      if (name == key_) found_ = members_;
+      ++members_;
+    }
     return true;
   }
   bool end_object() { return Close(); }
@@ -135,16 +135,10 @@ class MemberFloatFinder {
     found_.reset();
     return false;
   }
-  std::optional<std::string>& found() { return found_; }
+  std::optional<size_t> found() const { return found_; }
 
  private:
-  bool AtKey() const { return depth_ == 1 && at_key_; }
-  bool Other() {
-    if (AtKey()) found_.reset();  // a later member of the same key replaces the number
-    return true;
-  }
   bool Open() {
-    Other();
     ++depth_;
     return true;
   }
@@ -155,9 +149,72 @@ class MemberFloatFinder {
 
   std::string_view key_;
   size_t depth_ = 0;
-  bool at_key_ = false;
-  std::optional<std::string> found_;
+  size_t members_ = 0;
+  std::optional<size_t> found_;
 };
+
+// The raw walk over text that nlohmann read without error, so every token is known to be whole.
+bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+size_t SkipSpace(std::string_view text, size_t at) {
+  while (at < text.size() && IsJsonSpace(text[at])) ++at;
+  return at;
+}
+
+// One past the quote that closes the string whose opening quote is at `at`.
+size_t StringEnd(std::string_view text, size_t at) {
+  for (size_t i = at + 1; i < text.size(); ++i) {
+    if (text[i] == '\\') {
+      ++i;  // the escaped character cannot end the string
+    } else if (text[i] == '"') {
+      return i + 1;
+    }
+  }
+  return text.size();
+}
+
+// One past the end of the value that starts at `at`.
+size_t ValueEnd(std::string_view text, size_t at) {
+  const char first = text[at];
+  if (first == '"') return StringEnd(text, at);
+  if (first == '[' || first == '{') {
+    size_t open = 0;
+    for (size_t i = at; i < text.size(); ++i) {
+      const char c = text[i];
+      if (c == '"') {
+        i = StringEnd(text, i) - 1;
+      } else if (c == '[' || c == '{') {
+        ++open;
+      } else if ((c == ']' || c == '}') && --open == 0) {
+        return i + 1;
+      }
+    }
+    return text.size();
+  }
+  size_t i = at;  // a number or a literal: up to what follows it
+  while (i < text.size() && !IsJsonSpace(text[i]) && text[i] != ',' && text[i] != ']' &&
+         text[i] != '}') {
+    ++i;
+  }
+  return i;
+}
+
+// `value`'s text less the whitespace outside its strings.
+std::string WithoutSpace(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (size_t i = 0; i < value.size();) {
+    if (value[i] == '"') {
+      const size_t end = StringEnd(value, i);
+      out.append(value.substr(i, end - i));
+      i = end;
+    } else {
+      if (!IsJsonSpace(value[i])) out.push_back(value[i]);
+      ++i;
+    }
+  }
+  return out;
+}
 
 // The 1-based offset of the bracket that opens the first container nested `depth` deep in
 // `text`, which parsed without error up to it; 0 if there is none.
@@ -216,14 +273,37 @@ absl::StatusOr<Json> ParseJsonObject(std::string_view text, std::string_view uni
   return parsed;
 }
 
-std::optional<std::string> MemberFloatText(std::string_view text, std::string_view key) {
-  MemberFloatFinder finder(key);
+std::optional<std::string> MemberText(std::string_view text, std::string_view key) {
+  MemberFinder finder(key);
   try {
     if (!Json::sax_parse(text.begin(), text.end(), &finder)) return std::nullopt;
   } catch (const Json::exception&) {  // not text that ParseJsonObject read
     return std::nullopt;
   }
-  return std::move(finder.found());
+  if (!finder.found().has_value()) return std::nullopt;
+  // The object's opening brace: after a byte order mark, which nlohmann skips, and whitespace.
+  size_t at = text.find('{');
+  if (at == std::string_view::npos) return std::nullopt;
+  for (size_t member = 0;; ++member) {
+    at = SkipSpace(text, at + 1);                  // past '{' or ','
+    at = SkipSpace(text, StringEnd(text, at));     // the key, to its ':'
+    const size_t value = SkipSpace(text, at + 1);  // past ':'
+    const size_t end = ValueEnd(text, value);
+    if (member == *finder.found()) return WithoutSpace(text.substr(value, end - value));
+    at = SkipSpace(text, end);  // at the ',' before the next member
+    if (at >= text.size()) return std::nullopt;
+  }
+}
+
+std::vector<std::string_view> ElementTexts(std::string_view array) {
+  std::vector<std::string_view> elements;
+  if (array.size() < 2 || array.front() != '[') return elements;
+  for (size_t at = 1; at < array.size() && array[at] != ']';) {
+    const size_t end = ValueEnd(array, at);
+    elements.push_back(array.substr(at, end - at));
+    at = end + (end < array.size() && array[end] == ',' ? 1 : 0);
+  }
+  return elements;
 }
 
 JsonShape CountJsonShape(std::string_view text) {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -27,13 +28,18 @@ inline constexpr int kMaxJsonDepth = 32;
 // for a line, "byte" for a body).
 absl::StatusOr<nlohmann::json> ParseJsonObject(std::string_view text, std::string_view unit);
 
-// The text, as written, of the number that is the value of the top-level member `key` of the
-// object `text` (its last such member, the one ParseJsonObject keeps), where nlohmann reads that
-// number as a double: one with a fraction or an exponent, or an integer past 64 bits, which a
-// double would round (123456789012345678901234567890 and ...891 are the same double). nullopt
-// where the member is absent or holds anything else. `text` must be one that ParseJsonObject
-// read without error.
-std::optional<std::string> MemberFloatText(std::string_view text, std::string_view key);
+// The value of the top-level member `key` of the object `text` (its last such member, the one
+// ParseJsonObject keeps), as the text writes it less the whitespace between its tokens. nlohmann's
+// dump() would round a number past 64 bits (123456789012345678901234567890 and ...891 are the
+// same double), drop a fraction's trailing zeros (1.50) and sort an object's keys; this keeps
+// what the text says, to echo it or to read it as an answer. nullopt where the member is absent.
+// `text` must be one that ParseJsonObject read without error.
+//
+//   MemberText(R"({"id": {"b": [1.50, 2], "a": "x y"}})", "id")  ->  {"b":[1.50,2],"a":"x y"}
+std::optional<std::string> MemberText(std::string_view text, std::string_view key);
+
+// The elements of `array`, a JSON array as MemberText gives it, each as its text.
+std::vector<std::string_view> ElementTexts(std::string_view array);
 
 // What a JSON text holds outside its strings, counted without parsing it (malformed text is
 // counted as far as it goes), in one pass that skips through strings with memchr.

@@ -237,6 +237,17 @@ bool AppendInteger(ondemand::value value, std::string* out) {
   return true;
 }
 
+bool AppendNumberText(ondemand::value value, std::string* out) {
+  // The token runs to the next one, spaces included (raw control bytes, tabs among them, are
+  // left to the reference before this is called). Not consumed: get_double checks it.
+  std::string_view token = value.raw_json_token();
+  double d;
+  if (value.get_double().get(d)) return false;
+  while (!token.empty() && token.back() == ' ') token.remove_suffix(1);
+  out->append(token);
+  return true;
+}
+
 bool AtEnd(ondemand::document& doc) {
   const char* trailing = nullptr;
   return doc.current_location().get(trailing) == simdjson::OUT_OF_BOUNDS;

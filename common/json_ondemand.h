@@ -49,6 +49,11 @@ bool ReadString(ondemand::value value, std::string* out);
 // whose text nlohmann would change (1.50 -> 1.5, 1e2 -> 100.0), and for what is not a number.
 bool AppendInteger(ondemand::value value, std::string* out);
 
+// Appends a number as the text writes it (1.50, 1e2, 123456789012345678901234567890), as
+// MemberText (common/json_input.h) gives it, once checked as SkipChecked checks it; false for
+// a number out of a double's range and for what is not a number.
+bool AppendNumberText(ondemand::value value, std::string* out);
+
 // True only for a JSON null (and consumes it); false for anything else, which stays unread.
 bool IsNull(ondemand::value value);
 

@@ -92,9 +92,10 @@ TEST(Rollouts, DeepNestingJustUnderTheLimitIsRead) {
   EXPECT_EQ(r->id_json, id);
 }
 
-// A numeric id that nlohmann holds as a double comes back as written: integers past 64 bits
-// would otherwise round, and distinct ids come out the same. Both readers give it.
-TEST(Rollouts, AnIdReadAsADoubleIsEchoedAsWritten) {
+// A numeric id that nlohmann holds as a double, a list or an object comes back as written (less
+// its spaces): integers past 64 bits would otherwise round, so that distinct ids came out the
+// same, and an object's keys would be sorted. Both readers give it.
+TEST(Rollouts, AnIdIsEchoedAsWritten) {
   const std::pair<const char*, const char*> cases[] = {
       {"123456789012345678901234567890", "123456789012345678901234567890"},
       {"123456789012345678901234567891", "123456789012345678901234567891"},
@@ -103,6 +104,11 @@ TEST(Rollouts, AnIdReadAsADoubleIsEchoedAsWritten) {
       {"1e2", "1e2"},
       {"17", "17"},  // integers of 64 bits are their decimal text, as before
       {"-0", "0"},
+      {R"("r\u0031")", R"("r1")"},  // strings as nlohmann writes them, as before
+      {R"([100000000000000000000, 100000000000000000001])",
+       "[100000000000000000000,100000000000000000001]"},
+      {R"({"step": 3, "sample": [1.50, "a  b"], "prompt": {}})",
+       R"({"step":3,"sample":[1.50,"a  b"],"prompt":{}})"},
   };
   RolloutReader reader({});
   for (const auto& [json, text] : cases) {
@@ -247,10 +253,12 @@ TEST(Rollouts, MalformedLinesNameWhatIsWrong) {
       {R"({"completion": "x", "prompt_id": ["p"]})",
        "field \"prompt_id\": expected a string or an integer, got array"},
       {R"({"completion": "x", "reference": {"a": 1}})",
-       "field \"reference\": expected a string, an instruction list object or a list of strings, "
-       "got object"},
-      {R"({"completion": "x", "references": ["a", 2]})",
-       "field \"references\"[1]: expected a string"},
+       "field \"reference\": expected a string, a number, a boolean, an instruction list object "
+       "or a list of them, got object"},
+      {R"({"completion": "x", "references": ["a", 2, null]})",
+       "field \"references\"[2]: expected a string, a number or a boolean, got null"},
+      {R"({"completion": "x", "references": [["a"]]})",
+       "field \"references\"[0]: expected a string, a number or a boolean, got array"},
       {R"({"completion": "x", "num_tokens": -1})", "field \"num_tokens\": expected a non-negative"},
       {R"({"completion": "x", "num_tokens": 1.5})", "expected a non-negative integer, got 1.5"},
       {R"({"completion": "x", "num_tokens": 4294967296})", "does not fit in 32 bits"},
@@ -333,6 +341,33 @@ void ExpectSameAsReference(std::string_view line, const FieldNames& names = {}) 
   EXPECT_EQ(fast->item.SerializeAsString(), reference->item.SerializeAsString())
       << fast->item.ShortDebugString() << "\n"
       << reference->item.ShortDebugString();
+}
+
+// References come as datasets ship them: an answer column is often numeric, and a number is its
+// text as the line writes it (1.50 stays 1.50, an integer past 64 bits keeps every digit); a
+// boolean is true or false. Both readers agree, and the fast one reads such lines itself.
+TEST(Rollouts, NumbersAndBooleansAreReferencesAsWritten) {
+  const std::pair<const char*, std::vector<std::string>> cases[] = {
+      {R"({"completion": "x", "reference": 204})", {"204"}},
+      {R"({"completion": "x", "reference": 1.50})", {"1.50"}},
+      {R"({"completion": "x", "reference": -2.5E-3 })", {"-2.5E-3"}},
+      {R"({"completion": "x", "reference": 123456789012345678901234567890})",
+       {"123456789012345678901234567890"}},
+      {R"({"completion": "x", "reference": false})", {"false"}},
+      {R"({"completion": "x", "references": [ 3 , "3.0", 0.50, true ]})",
+       {"3", "3.0", "0.50", "true"}},
+      {R"({"completion": "x", "reference": 7, "references": [8e0]})", {"7", "8e0"}},
+  };
+  RolloutReader reader({});
+  for (const auto& [line, references] : cases) {
+    SCOPED_TRACE(line);
+    absl::StatusOr<Rollout> r = ParseRollout(line, {});
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_THAT(r->item.references(), ::testing::ElementsAreArray(references));
+    ExpectSameAsReference(line);
+    ASSERT_TRUE(reader.Read(line).ok());
+  }
+  EXPECT_EQ(reader.deferred(), 0u);
 }
 
 // Lines the fast path reads itself: checked against the reference, and that they were not

@@ -355,6 +355,36 @@ class ScoreCliTest(unittest.TestCase):
                 self.assertEqual([r["id"] for r in results], ids)
                 self.assertEqual([type(r["id"]) for r in results], [type(i) for i in ids])
 
+    def test_list_and_object_ids_come_back_as_written(self):
+        # Ids built of several parts keep their parts' order and every digit of their numbers.
+        ids = ['{"prompt": 123456789012345678901, "sample": 3}',
+               '{"prompt": 123456789012345678902, "sample": 3}',
+               '[2, "b", 1.50, {"z": 1, "a": []}]']
+        text = "".join('{"id": %s, "completion": "<think>a</think> 1", "reference": "1"}\n'
+                       % i for i in ids)
+        done = run_score("-", stdin=text.encode())
+        self.assertEqual(done.returncode, 0, done.stderr.decode())
+        echoed = [re.search(r'"id":(.*),"prompt_id"', l).group(1)
+                  for l in done.stdout.decode().splitlines()]
+        self.assertEqual(echoed, [i.replace(" ", "") for i in ids])
+
+    def test_numeric_and_boolean_references_are_answers(self):
+        # Datasets ship numeric answer columns (AIME's integers, fractions as decimals): a
+        # number is the reference as the line writes it, in a list too.
+        lines = ['{"completion": "<think>a</think> \\\\boxed{204}", "reference": 204}',
+                 '{"completion": "<think>a</think> \\\\boxed{0.5}", "reference": 0.50}',
+                 '{"completion": "<think>a</think> \\\\boxed{7}", "references": [6, 7.0]}',
+                 '{"completion": "<think>a</think> \\\\boxed{205}", "reference": 204}',
+                 '{"completion": "<think>a</think> true", "reference": true, "task": "exact"}']
+        for threads in ["1", "2"]:
+            with self.subTest(threads=threads):
+                done = run_score("-", "--scoring-threads", threads,
+                                 stdin=("\n".join(lines) + "\n").encode())
+                self.assertEqual(done.returncode, 0, done.stderr.decode())
+                results = [json.loads(l) for l in done.stdout.decode().splitlines()]
+                self.assertEqual([r.get("verdict", r.get("error")) for r in results],
+                                 ["CORRECT", "CORRECT", "CORRECT", "WRONG", "CORRECT"])
+
     def test_numbers_and_nesting_that_would_crash_a_parser_are_skipped(self):
         lines = ['{"completion": "x", "external_accuracy": 1e400}',
                  '{"completion": "x", "id": %s1%s}' % ("[" * 100000, "]" * 100000),
