@@ -1,5 +1,6 @@
 #include "cli/rollouts.h"
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -28,8 +29,20 @@ std::string FieldError(std::string_view key, std::string_view what, const Json& 
   return absl::StrCat("field \"", Sv(key), "\": expected ", Sv(what), ", got ", got.type_name());
 }
 
+// The integer of a number nlohmann holds as a double, where the double is a whole number below
+// 2^53, past which doubles no longer hold every integer: pandas writes an integer column that
+// has a missing value as floats (812.0), as Python's json writes a NumPy float. nullopt for
+// any other value.
+std::optional<int64_t> WholeDouble(const Json& value) {
+  if (!value.is_number_float()) return std::nullopt;
+  const double d = value.get<double>();
+  constexpr double kAllIntegersBelow = 9007199254740992.0;  // 2^53
+  if (!(std::fabs(d) < kAllIntegersBelow) || d != std::trunc(d)) return std::nullopt;
+  return static_cast<int64_t>(d);
+}
+
 // A prompt id is a string, or an integer kept as its decimal text (datasets often number their
-// prompts): 17 and "17" name the same prompt.
+// prompts): 17, 17.0 and "17" name the same prompt.
 absl::Status ReadPromptId(const Json& line, std::string_view key, std::string* out) {
   const auto it = line.find(key);
   if (it == line.end() || it->is_null()) return absl::OkStatus();
@@ -37,22 +50,32 @@ absl::Status ReadPromptId(const Json& line, std::string_view key, std::string* o
     *out = it->get_ref<const std::string&>();
   } else if (it->is_number_integer()) {
     *out = it->dump();
+  } else if (const std::optional<int64_t> whole = WholeDouble(*it)) {
+    *out = absl::StrCat(*whole);
   } else {
     return absl::InvalidArgumentError(FieldError(key, "a string or an integer", *it));
   }
   return absl::OkStatus();
 }
 
-// `where` names the value in errors: field "num_tokens", or field "token_ids"[3].
+// A count: a non-negative integer, or a whole number written as a double (7.0). `where` names
+// the value in errors: field "num_tokens", or field "token_ids"[3].
 absl::Status ReadUint32(const Json& value, std::string_view where, uint32_t* out) {
-  if (!value.is_number_integer() || (!value.is_number_unsigned() && value.get<int64_t>() < 0)) {
+  uint64_t v = 0;
+  if (value.is_number_unsigned()) {
+    v = value.get<uint64_t>();
+  } else if (const std::optional<int64_t> whole = WholeDouble(value); whole && *whole >= 0) {
+    v = static_cast<uint64_t>(*whole);
+  } else if (value.is_number_integer() && value.get<int64_t>() >= 0) {
+    v = static_cast<uint64_t>(value.get<int64_t>());
+  } else {
     return absl::InvalidArgumentError(
         absl::StrCat(Sv(where), ": expected a non-negative integer, got ",
                      value.is_number() ? value.dump() : value.type_name()));
   }
-  const uint64_t v = value.get<uint64_t>();
   if (v > std::numeric_limits<uint32_t>::max()) {
-    return absl::InvalidArgumentError(absl::StrCat(Sv(where), ": ", v, " does not fit in 32 bits"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(Sv(where), ": ", value.dump(), " does not fit in 32 bits"));
   }
   *out = static_cast<uint32_t>(v);
   return absl::OkStatus();

@@ -11,7 +11,8 @@
 // assistant message's "content" is scored. A reference may also be a number, kept as the line
 // writes it (1.50 stays "1.50"), or a boolean. "id" is any JSON value and is echoed back (a
 // number nlohmann holds as a double, a list or an object as the line writes it, less its spaces);
-// "prompt_id" may be an integer, read (and echoed) as its decimal text.
+// "prompt_id" may be an integer, read (and echoed) as its decimal text. Integers (prompt ids,
+// counts) may be written as floats where they are whole (812.0, as pandas writes them).
 //
 // Output, one object per input line and in input order:
 //   {"line": 1, "id": ..., "prompt_id": "gsm8k/17", "reward": 1.1, "verdict": "CORRECT",

@@ -123,6 +123,38 @@ TEST(Rollouts, AnIdIsEchoedAsWritten) {
   }
 }
 
+// Counts and prompt ids as pandas writes an integer column that has a missing value: whole
+// numbers as floats. Fractions, negatives and values past 32 bits (prompt ids: past 2^53, where
+// a double no longer holds every integer) are still refused.
+TEST(Rollouts, WholeNumbersWrittenAsFloatsAreIntegers) {
+  absl::StatusOr<Rollout> r = ParseRollout(
+      R"({"completion": "x", "num_tokens": 812.0, "token_ids": [1.0, 2, 3e0, -0.0, 4294967295.0],)"
+      R"( "prompt_id": 17.0})",
+      {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->item.completion().num_tokens(), 812u);
+  EXPECT_THAT(r->item.completion().token_ids(), ::testing::ElementsAre(1, 2, 3, 0, 4294967295u));
+  EXPECT_EQ(r->item.prompt_id(), "17");
+  const std::pair<const char*, const char*> refused[] = {
+      {R"({"completion": "x", "num_tokens": 812.5})",
+       "field \"num_tokens\": expected a non-negative integer, got 812.5"},
+      {R"({"completion": "x", "num_tokens": -1.0})",
+       "field \"num_tokens\": expected a non-negative integer, got -1.0"},
+      {R"({"completion": "x", "token_ids": [4294967296.0]})",
+       "field \"token_ids\"[0]: 4294967296.0 does not fit in 32 bits"},
+      {R"({"completion": "x", "prompt_id": 9007199254740992.0})",
+       "field \"prompt_id\": expected a string or an integer, got number"},
+      {R"({"completion": "x", "prompt_id": 0.5})",
+       "field \"prompt_id\": expected a string or an integer, got number"},
+  };
+  for (const auto& [line, message] : refused) {
+    SCOPED_TRACE(line);
+    absl::StatusOr<Rollout> bad = ParseRollout(line, {});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().message(), message);
+  }
+}
+
 TEST(Rollouts, RenamedFields) {
   FieldNames names;
   ASSERT_TRUE(RenameField("completion=response", &names).ok());
