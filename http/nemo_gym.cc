@@ -116,8 +116,10 @@ absl::StatusOr<NemoGymVerify> NemoGymToRequest(std::string_view body) {
                         absl::StrCat("expected a string, got ", expected->type_name()));
     }
     group.set_task(v1::TASK_MATH);
-    group.add_references(
-        StripDelimiters(expected->is_string() ? expected->get<std::string>() : expected->dump()));
+    // A number as the body writes it: a double's dump would round an integer past 64 bits.
+    std::string text = expected->is_string() ? expected->get<std::string>() : expected->dump();
+    if (expected->is_number_float()) text = MemberText(body, "expected_answer").value_or(text);
+    group.add_references(StripDelimiters(text));
   }
   if (const auto question = root.find("question");
       question != root.end() && question->is_string()) {

@@ -1,5 +1,6 @@
 #include "http/rewards.h"
 
+#include <algorithm>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -30,10 +31,16 @@ constexpr std::string_view kEndOfSequence[] = {
 
 absl::StatusOr<Json> ParseObject(std::string_view body) { return ParseJsonObject(body, "byte"); }
 
-// One reference: a string, or a number or boolean as its JSON text.
-absl::Status AddReference(const Json& value, std::string_view where, v1::Group* group) {
+// One reference: a string, or a number or boolean as its JSON text. `written` is the value as
+// the body writes it (MemberText), or empty: a number nlohmann holds as a double is taken as
+// written, as its dump would round an integer past 64 bits (a right answer would then be WRONG)
+// and respell a fraction (1.50 as 1.5).
+absl::Status AddReference(const Json& value, std::string_view written, std::string_view where,
+                          v1::Group* group) {
   if (value.is_string()) {
     group->add_references(value.get_ref<const std::string&>());
+  } else if (value.is_number_float() && !written.empty()) {
+    group->add_references(std::string(written));
   } else if (value.is_number() || value.is_boolean()) {
     group->add_references(value.dump());
   } else {
@@ -43,12 +50,25 @@ absl::Status AddReference(const Json& value, std::string_view where, v1::Group* 
   return absl::OkStatus();
 }
 
+// Whether a label holds a number nlohmann holds as a double: only then is its written text read.
+bool HoldsDouble(const Json& label) {
+  if (label.is_array()) {
+    return std::any_of(label.begin(), label.end(),
+                       [](const Json& v) { return v.is_number_float(); });
+  }
+  return label.is_number_float();
+}
+
 // A label is the reference, or a list of equivalent references (any may match); null is none.
-absl::Status AddReferences(const Json& label, std::string_view where, v1::Group* group) {
+// `written` as for AddReference.
+absl::Status AddReferences(const Json& label, std::string_view written, std::string_view where,
+                           v1::Group* group) {
   if (label.is_null()) return absl::OkStatus();
-  if (!label.is_array()) return AddReference(label, where, group);
+  if (!label.is_array()) return AddReference(label, written, where, group);
+  const std::vector<std::string_view> elements = ElementTexts(written);
   for (size_t i = 0; i < label.size(); ++i) {
-    RLSCORE_RETURN_IF_ERROR(AddReference(label[i], absl::StrCat(Sv(where), "[", i, "]"), group));
+    RLSCORE_RETURN_IF_ERROR(AddReference(label[i], i < elements.size() ? elements[i] : "",
+                                         absl::StrCat(Sv(where), "[", i, "]"), group));
   }
   return absl::OkStatus();
 }
@@ -148,6 +168,18 @@ absl::StatusOr<v1::ScoreGroupsRequest> OpenRlhfReference(std::string_view body,
   absl::StatusOr<const Json*> labels = ArrayField(*parsed, "labels", n, /*required=*/false);
   if (!labels.ok()) return labels.status();
 
+  // The labels as the body writes them, read once a label holds a double.
+  std::optional<std::string> labels_written;
+  std::vector<std::string_view> label_texts;
+  const auto written = [&](size_t i, const Json& label) -> std::string_view {
+    if (!HoldsDouble(label)) return {};
+    if (!labels_written.has_value()) {
+      labels_written = MemberText(body, "labels").value_or("");
+      label_texts = ElementTexts(*labels_written);
+    }
+    return i < label_texts.size() ? label_texts[i] : std::string_view();
+  };
+
   v1::ScoreGroupsRequest request;
   GroupBuilder groups(&request, prompts_not_found);
   const Json null_json;
@@ -174,7 +206,8 @@ absl::StatusOr<v1::ScoreGroupsRequest> OpenRlhfReference(std::string_view body,
     RLSCORE_RETURN_IF_ERROR(
         groups.Add(i, query.get_ref<const std::string&>(),
                    prompt.is_null() ? nullptr : &prompt_text, same_group, [&](v1::Group* group) {
-                     return AddReferences(label, absl::StrCat("\"labels\"[", i, "]"), group);
+                     return AddReferences(label, written(i, label),
+                                          absl::StrCat("\"labels\"[", i, "]"), group);
                    }));
   }
   return request;
@@ -193,7 +226,9 @@ absl::StatusOr<v1::ScoreGroupsRequest> SlimeReference(std::string_view body) {
   v1::ScoreGroupsRequest request;
   v1::Group* group = request.add_groups();
   if (const auto label = parsed->find("label"); label != parsed->end()) {
-    RLSCORE_RETURN_IF_ERROR(AddReferences(*label, "\"label\"", group));
+    const std::string written =
+        HoldsDouble(*label) ? MemberText(body, "label").value_or("") : std::string();
+    RLSCORE_RETURN_IF_ERROR(AddReferences(*label, written, "\"label\"", group));
   }
   AddCompletion(response->get<std::string>(), group);
   return request;

@@ -352,6 +352,15 @@ class NemoGymVerifyTest(unittest.TestCase):
         self.assertEqual((reply["reward"], reply["library_reward"]), (0.0, 0.0))
         self.assertEqual(reply["rlscore"]["verdict"], "VERDICT_WRONG")
 
+    def test_a_numeric_expected_answer_is_read_as_written(self):
+        # An integer past 64 bits is a double to a JSON reader, and its rounded digits would
+        # make the right answer wrong.
+        answer = 2 ** 100
+        status, reply = self.rollout("So it is $\\boxed{%d}$." % answer,
+                                     run=self.run_request(expected=answer))
+        self.assertEqual(status, 200, reply)
+        self.assertEqual(reply["rlscore"]["verdict"], "VERDICT_CORRECT")
+
     def test_reasoning_is_not_graded_and_loops_in_it_are_penalised(self):
         # The answer only in the reasoning item earns nothing.
         status, reply = self.rollout("I am not sure.", reasoning="the answer is \\boxed{1/2}")

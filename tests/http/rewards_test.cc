@@ -199,6 +199,30 @@ TEST(Slime, TheFastReadingAnswersAsTheReference) {
   }
 }
 
+// A number nlohmann holds as a double is the reference as the body writes it: its dump would
+// round an integer past 64 bits, so that a right answer came out WRONG, and respell 1.50.
+TEST(OpenRlhf, NumbersAreReferencesAsTheBodyWritesThem) {
+  uint64_t not_found = 0;
+  absl::StatusOr<v1::ScoreGroupsRequest> request = OpenRlhfToRequest(
+      R"({"query": ["p a", "p b", "q c", "r d"], "prompts": ["p", "p", "q", "r"],)"
+      R"( "labels" : [ 123456789012345678901234567890, 123456789012345678901234567890,)"
+      R"( [ 1.50 , "x", 2e0, 7 ], 9 ]})",
+      &not_found);
+  ASSERT_TRUE(request.ok()) << request.status();
+  ASSERT_EQ(request->groups_size(), 3);
+  EXPECT_THAT(request->groups(0).references(), ElementsAre("123456789012345678901234567890"));
+  EXPECT_THAT(request->groups(1).references(), ElementsAre("1.50", "x", "2e0", "7"));
+  EXPECT_THAT(request->groups(2).references(), ElementsAre("9"));
+
+  absl::StatusOr<v1::ScoreGroupsRequest> slime =
+      SlimeToRequest(R"({"response": "x", "label": [true, 2.50, 18446744073709551616]})");
+  ASSERT_TRUE(slime.ok()) << slime.status();
+  EXPECT_THAT(slime->groups(0).references(), ElementsAre("true", "2.50", "18446744073709551616"));
+  slime = SlimeToRequest(R"({"label": 0.10, "response": "x"})");
+  ASSERT_TRUE(slime.ok()) << slime.status();
+  EXPECT_THAT(slime->groups(0).references(), ElementsAre("0.10"));
+}
+
 TEST(OpenRlhf, ReplyHasRewardsScoresAndExtraLogs) {
   v1::ScoreGroupsResponse response;
   for (double reward : {1.1, -0.5}) {
