@@ -95,7 +95,6 @@ NgramStream::Storage NgramStream::Release() && {
 
 void NgramStream::Reserve(size_t tokens) {
   tokens_.reserve(tokens);
-  reserved_ = tokens;
   if (!counting_) return;  // CountFrom sizes the table
   // Load factor at most 1/2 keeps linear probing short.
   const size_t capacity = std::bit_ceil(std::max<size_t>(16, 2 * tokens));
@@ -151,7 +150,9 @@ NgramStream::Slot& NgramStream::Add(size_t start, uint64_t hash) {
 
 void NgramStream::CountFrom(size_t end) {
   counting_ = true;
-  Grow(std::bit_ceil(std::max<size_t>(16, 2 * std::max(reserved_, tokens_.size()))));
+  // For the windows so far, at load factor 1/2; Add doubles it as counting goes on, so a text
+  // that starts counting early zeroes no more table than it fills.
+  Grow(std::bit_ceil(std::max<size_t>(16, 2 * tokens_.size())));
   const size_t n = options_.n;
   uint64_t hash = 0;
   for (size_t i = 0; i < n; ++i) hash = hash * kBase + tokens_[i];

@@ -346,7 +346,6 @@ class NgramStream {
   std::vector<Slot> slots_;
   size_t distinct_ = 0;
   bool counting_ = true;
-  size_t reserved_ = 0;  // the last Reserve() hint, for the table once counting starts
   // Loop rule: whether each of the last `window` positions recurs (a ring), and how many do.
   std::vector<uint8_t> recent_;
   Window window_;
