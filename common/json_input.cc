@@ -1,5 +1,7 @@
 #include "common/json_input.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -240,6 +242,24 @@ size_t OffsetOfDepth(std::string_view text, size_t depth) {
   return 0;
 }
 
+// A note for an error at `byte` (1-based, as nlohmann counts) in a NaN, Infinity or -Infinity:
+// Python's json module writes them for such floats, so a file of them is common, and nlohmann
+// says only "invalid literal". Empty for any other error.
+std::string_view NonFiniteNote(std::string_view text, size_t byte) {
+  size_t start = std::min(byte, text.size());
+  while (start > 0 && (std::isalpha(static_cast<unsigned char>(text[start - 1])) != 0 ||
+                       text[start - 1] == '-')) {
+    --start;
+  }
+  for (const std::string_view word : {"NaN", "Infinity", "-Infinity"}) {
+    if (text.substr(start, word.size()) == word) {
+      return " (NaN and Infinity are not JSON: Python's json.dumps writes them for such floats "
+             "unless allow_nan=False; write null or a number)";
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
 absl::StatusOr<Json> ParseJsonObject(std::string_view text, std::string_view unit) {
@@ -256,7 +276,8 @@ absl::StatusOr<Json> ParseJsonObject(std::string_view text, std::string_view uni
     Json::sax_parse(text.begin(), text.end(), &builder);
   } catch (const Json::parse_error& e) {
     return absl::InvalidArgumentError(absl::StrCat("invalid JSON at ", Sv(unit), " ", e.byte, ": ",
-                                                   Clip(Reason(e), kMaxReasonBytes)));
+                                                   Clip(Reason(e), kMaxReasonBytes),
+                                                   Sv(NonFiniteNote(text, e.byte))));
   } catch (const Json::exception& e) {  // out_of_range: a number too large for a double
     return absl::InvalidArgumentError(absl::StrCat("invalid JSON at ", Sv(unit), " ",
                                                    builder.token_start(), ": ",

@@ -42,6 +42,25 @@ TEST(ParseJsonObject, NamesWhereANumberOverflows) {
             "invalid JSON at column 15: number overflow parsing '1e400'");
 }
 
+// Python's json.dumps writes NaN and Infinity for such floats (a pandas column's missing
+// values): the error says so.
+TEST(ParseJsonObject, SaysThatNaNAndInfinityAreNotJson) {
+  for (const std::string_view text : {R"({"a": NaN})", R"({"a": [1, Infinity]})",
+                                      R"({"a": {"b": -Infinity}})", R"({"a": NaN, "b": 1})"}) {
+    SCOPED_TRACE(text);
+    const std::string message = ErrorOf(text);
+    EXPECT_THAT(message, StartsWith("invalid JSON at column"));
+    EXPECT_THAT(message, HasSubstr("(NaN and Infinity are not JSON: Python's json.dumps writes "
+                                   "them for such floats unless allow_nan=False; write null or a "
+                                   "number)"));
+  }
+  for (const std::string_view text :
+       {R"({"a": nul})", R"({"a": "NaN" x})", R"({"a": -})", R"({"a": Nah})"}) {
+    SCOPED_TRACE(text);
+    EXPECT_THAT(ErrorOf(text), ::testing::Not(HasSubstr("NaN and Infinity")));
+  }
+}
+
 TEST(ParseJsonObject, RefusesANulByteAnywhere) {
   using std::string_literals::operator""s;
   // nlohmann's reader would end the input at the NUL and read `{"a": 1}`.
