@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <utility>
@@ -398,6 +399,24 @@ char* PieceBuffer::Reserve(size_t bytes) {
   data_ = aligned;
   capacity_ = capacity;
   return data_;
+}
+
+bool PopulateHeap(size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  static const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  void* const block = std::malloc(bytes);
+  if (block == nullptr) return false;
+  const auto at = reinterpret_cast<uintptr_t>(block);
+  const uintptr_t start = (at + page - 1) & ~(page - 1);
+  const uintptr_t end = (at + bytes) & ~(page - 1);
+  const bool mapped =
+      end > start && madvise(reinterpret_cast<void*>(start), end - start, MADV_POPULATE_WRITE) == 0;
+  std::free(block);
+  return mapped;
+#else
+  (void)bytes;
+  return false;
+#endif
 }
 
 std::string_view LoadPiece(const InputPiece& piece, PieceBuffer* buffer) {

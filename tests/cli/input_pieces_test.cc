@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <malloc.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -207,6 +209,62 @@ TEST(PieceBuffer, IsWholeAlignedHugePagesThatGrow) {
   std::memset(grown, 'b', 2 * kHugePage);
   EXPECT_EQ(buffer.Reserve(2 * kHugePage), grown);
   EXPECT_EQ(grown[2 * kHugePage - 1], 'b');
+}
+
+// How many of the whole pages inside [p, p + bytes) are in memory (mincore), and of how many.
+struct Residency {
+  size_t resident = 0;
+  size_t pages = 0;
+};
+Residency PagesInMemory(const void* p, size_t bytes) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t start = (at + page - 1) & ~(page - 1);
+  const uintptr_t end = (at + bytes) & ~(page - 1);
+  Residency r;
+  if (end <= start) return r;
+  std::vector<unsigned char> in((end - start) / page);
+  if (mincore(reinterpret_cast<void*>(start), end - start, in.data()) != 0) return r;
+  r.pages = in.size();
+  for (const unsigned char v : in) r.resident += v & 1;
+  return r;
+}
+
+// The heap grows into the memory PopulateHeap mapped: a block allocated after it is in memory
+// before anything touches it. (The sanitizers' allocators hold freed blocks back from reuse.)
+TEST(PopulateHeap, TheHeapGrowsIntoMappedMemory) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's allocator replaces the heap";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  GTEST_SKIP() << "a sanitizer's allocator replaces the heap";
+#endif
+#endif
+  // As `rlscore score` sets them: blocks this size come from the heap and stay with it.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  constexpr size_t kPopulated = 512 << 10;
+  // The method can tell: fresh memory that nothing touched is not in memory.
+  void* const fresh =
+      mmap(nullptr, kPopulated, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(fresh, MAP_FAILED);
+  const Residency untouched = PagesInMemory(fresh, kPopulated);
+  munmap(fresh, kPopulated);
+  ASSERT_GT(untouched.pages, 0u);
+  EXPECT_EQ(untouched.resident, 0u);
+
+  bool populated = false;
+  Residency after;
+  std::thread([&] {  // a thread of its own, whose heap is new
+    populated = PopulateHeap(kPopulated);
+    void* const block = std::malloc(kPopulated / 2);
+    after = PagesInMemory(block, kPopulated / 2);
+    std::free(block);
+  })
+      .join();
+  if (!populated) GTEST_SKIP() << "the kernel has no MADV_POPULATE_WRITE (before Linux 5.14)";
+  ASSERT_GT(after.pages, 0u);
+  EXPECT_EQ(after.resident, after.pages);
 }
 
 // Lines longer than the window in which the reader looks for the end of a piece.
