@@ -173,10 +173,12 @@ struct DoneBatch {
   std::string messages;  // for stderr: skipped lines, a batch scored one rollout at a time
   bool stop = false;     // the run stops after this batch (the reason is in `messages`)
   uint64_t skipped = 0;
-  // What the summary needs: each scored item's prompt id and result, in output order. (Not the
-  // items: a completion is freed on the thread that allocated it, without crossing arenas.)
+  // What the summary needs: each scored item's prompt id and what the aggregate counts of its
+  // result, in output order. (Not the items nor the results: they are freed on the thread that
+  // allocated them, without crossing arenas, and the calling thread, which shares a core with a
+  // scoring thread, only counts.)
   std::vector<std::string> prompt_ids;
-  std::vector<v1::CompletionResult> results;
+  std::vector<engine::CountedResult> counted;
   std::vector<double> rewards;
   std::string profile_hash;
   uint64_t bytes_read = 0;
@@ -613,7 +615,7 @@ class ScoreRun {
             v1::CompletionResult result, double reward, DoneBatch* done) const {
     AppendResult(&done->output, number, id_json, item, result, reward);
     done->prompt_ids.push_back(std::move(*item.mutable_prompt_id()));
-    done->results.push_back(std::move(result));
+    done->counted.push_back(engine::CountedOf(result));
     done->rewards.push_back(reward);
   }
 
@@ -653,10 +655,10 @@ class ScoreRun {
     std::cerr << batch.messages;
     skipped_ += batch.skipped;
     if (!batch.profile_hash.empty()) profile_hash_ = std::move(batch.profile_hash);
-    for (size_t i = 0; i < batch.results.size(); ++i) {
-      aggregator_.Add(batch.prompt_ids[i], batch.results[i]);
+    for (size_t i = 0; i < batch.counted.size(); ++i) {
+      aggregator_.Add(batch.prompt_ids[i], batch.counted[i]);
       rewards_.push_back(batch.rewards[i]);
-      lengths_.push_back(batch.results[i].num_tokens());
+      lengths_.push_back(batch.counted[i].num_tokens);
     }
     return !batch.stop;
   }

@@ -15,7 +15,7 @@ double Percentile(const std::vector<uint32_t>& sorted_values, double q) {
   return sorted_values[rank - 1];
 }
 
-bool Unscorable(v1::Verdict verdict) {
+bool Unscorable(int verdict) {
   return verdict == v1::VERDICT_UNPARSEABLE_REFERENCE || verdict == v1::VERDICT_BUDGET_EXCEEDED;
 }
 
@@ -29,17 +29,28 @@ double PassAtK(uint32_t n, uint32_t c, uint32_t k) {
   return 1.0 - keep;
 }
 
-void ScoreAggregator::Add(std::string_view prompt_id, const v1::CompletionResult& result) {
+CountedResult CountedOf(const v1::CompletionResult& result) {
+  return CountedResult{
+      .verdict = result.verdict(),
+      .num_tokens = result.num_tokens(),
+      .well_formed = result.anatomy().well_formed(),
+      .repeated = result.repetition().detector() != v1::REPETITION_DETECTOR_NONE,
+      .truncated = result.anatomy().truncated(),
+      .accuracy = result.components().accuracy(),
+  };
+}
+
+void ScoreAggregator::Add(std::string_view prompt_id, const CountedResult& result) {
   ++items_;
-  const int verdict = result.verdict();
+  const int verdict = result.verdict;
   if (verdict >= 0 && verdict < static_cast<int>(verdicts_.size())) ++verdicts_[verdict];
-  lengths_.push_back(result.num_tokens());
-  well_formed_ += result.anatomy().well_formed();
-  repeated_ += result.repetition().detector() != v1::REPETITION_DETECTOR_NONE;
-  truncated_ += result.anatomy().truncated();
-  if (Unscorable(result.verdict())) return;
+  lengths_.push_back(result.num_tokens);
+  well_formed_ += result.well_formed;
+  repeated_ += result.repeated;
+  truncated_ += result.truncated;
+  if (Unscorable(result.verdict)) return;
   ++scorable_;
-  const double accuracy = result.components().accuracy();
+  const double accuracy = result.accuracy;
   accuracy_sum_ += accuracy;
   const bool correct = accuracy >= 1.0;
   if (prompt_id.empty()) {

@@ -28,12 +28,27 @@ namespace rlscore::engine {
 // REQUIRES: k <= n, c <= n.
 double PassAtK(uint32_t n, uint32_t c, uint32_t k);
 
+// What the aggregate counts of one judged completion: a few numbers, which a thread that scored
+// the completion can hand on while it frees the result where it allocated it.
+struct CountedResult {
+  int verdict = v1::VERDICT_UNSPECIFIED;
+  uint32_t num_tokens = 0;
+  bool well_formed = false;
+  bool repeated = false;  // a repetition detector fired
+  bool truncated = false;
+  double accuracy = 0.0;  // the accuracy component
+};
+CountedResult CountedOf(const v1::CompletionResult& result);
+
 // Not thread-safe. Memory: 4 bytes per completion plus one entry per distinct prompt id.
 class ScoreAggregator {
  public:
   // Counts one judged completion. Unscorable verdicts count in the rates and the length
   // percentiles but not in accuracy or pass@k. An empty prompt id is a prompt of its own.
-  void Add(std::string_view prompt_id, const v1::CompletionResult& result);
+  void Add(std::string_view prompt_id, const v1::CompletionResult& result) {
+    Add(prompt_id, CountedOf(result));
+  }
+  void Add(std::string_view prompt_id, const CountedResult& result);
 
   // The aggregate so far, with pass@k for each k (sorted, duplicates dropped; empty means {1}).
   // Accuracy is the mean accuracy over scorable completions; the rates are over all of them;
