@@ -99,5 +99,43 @@ TEST(ScoreAggregator, DoesNotDependOnTheOrderOfCompletions) {
   }
 }
 
+// A scoring thread hands on CountedOf(result) and frees the result, and the aggregate counts
+// only that: each field must come from its own part of the result, in both polarities.
+TEST(ScoreAggregator, CountsCarryWhatTheAggregateReads) {
+  // Partial credit: the accuracy is the component's, not the verdict's.
+  v1::CompletionResult partial = Result(v1::VERDICT_WRONG, 1234, /*well_formed=*/false,
+                                        /*truncated=*/true, /*repeated=*/true);
+  partial.mutable_components()->set_accuracy(0.25);
+  const CountedResult a = CountedOf(partial);
+  EXPECT_EQ(a.verdict, v1::VERDICT_WRONG);
+  EXPECT_EQ(a.num_tokens, 1234u);
+  EXPECT_FALSE(a.well_formed);
+  EXPECT_TRUE(a.truncated);
+  EXPECT_TRUE(a.repeated);
+  EXPECT_EQ(a.accuracy, 0.25);
+
+  const CountedResult b = CountedOf(Result(v1::VERDICT_BUDGET_EXCEEDED, 7, /*well_formed=*/true,
+                                           /*truncated=*/false, /*repeated=*/false));
+  EXPECT_EQ(b.verdict, v1::VERDICT_BUDGET_EXCEEDED);
+  EXPECT_EQ(b.num_tokens, 7u);
+  EXPECT_TRUE(b.well_formed);
+  EXPECT_FALSE(b.truncated);
+  EXPECT_FALSE(b.repeated);
+  EXPECT_EQ(b.accuracy, 0.0);
+
+  // Counted, the partial result is scorable and not correct; the other is unscorable.
+  ScoreAggregator agg;
+  agg.Add("p", a);
+  agg.Add("p", b);
+  const v1::ScoreAggregate out = agg.Finish({});
+  EXPECT_EQ(out.items(), 2u);
+  EXPECT_DOUBLE_EQ(out.accuracy(), 0.25);
+  EXPECT_DOUBLE_EQ(out.format_rate(), 0.5);
+  EXPECT_DOUBLE_EQ(out.repetition_rate(), 0.5);
+  EXPECT_EQ(out.length_tokens().max(), 1234);
+  EXPECT_EQ(out.pass_at_k(0).prompts(), 1u);
+  EXPECT_EQ(out.pass_at_k(0).value(), 0.0);
+}
+
 }  // namespace
 }  // namespace rlscore::engine
