@@ -555,6 +555,15 @@ RolloutReader::RolloutReader(FieldNames names, TreeLimit tree_limit)
 
 RolloutReader::~RolloutReader() = default;
 
+void RolloutReader::Recycle(std::string* text) {
+  if (spare_texts_.size() == kSpareTexts || spare_bytes_ + text->capacity() > kSpareTextBytes) {
+    return;
+  }
+  spare_bytes_ += text->capacity();
+  spare_texts_.push_back(std::move(*text));
+  text->clear();  // a moved-from string is valid but unspecified
+}
+
 absl::StatusOr<Rollout> RolloutReader::Read(std::string_view line) {
   padded_.assign(line.data(), line.size());
   padded_.append(kRolloutLinePadding, ' ');
@@ -631,9 +640,17 @@ bool RolloutReader::ReadFast(std::string_view line, Rollout* rollout) {
       case kPromptId:
         ok = IsNull(value) || ReadPromptId(value, item.mutable_prompt_id());
         break;
-      case kCompletion:
-        ok = ReadCompletionText(value, completion.mutable_text());
+      case kCompletion: {
+        std::string* text = completion.mutable_text();
+        if (!spare_texts_.empty()) {
+          // Its size is kept too: ReadString zeroes only what the text grows past it.
+          text->swap(spare_texts_.back());
+          spare_texts_.pop_back();
+          spare_bytes_ -= text->capacity();
+        }
+        ok = ReadCompletionText(value, text);
         break;
+      }
       case kReference:
       case kReferences:
         ok = ReadReferences(value, &references[which - kReference]);

@@ -105,6 +105,14 @@ class RolloutReader {
   // Lines read by ParseRollout instead, for tests and benchmarks.
   uint64_t deferred() const { return deferred_; }
 
+  // Takes back a completion's text once it is scored, leaving `text` empty: a later line's
+  // completion is read into its buffer, which saves an allocation and the zeroing of the bytes a
+  // string grows by. Keeps at most kSpareTexts of them and kSpareTextBytes of capacity in all;
+  // past either, `text` is left as it is.
+  void Recycle(std::string* text);
+  static constexpr size_t kSpareTexts = 32;
+  static constexpr size_t kSpareTextBytes = size_t{2} << 20;
+
  private:
   struct Parser;  // keeps simdjson's header out of this one
   bool ReadFast(std::string_view line, Rollout* rollout);
@@ -115,6 +123,8 @@ class RolloutReader {
   std::unique_ptr<Parser> parser_;
   std::string padded_;
   uint64_t deferred_ = 0;
+  std::vector<std::string> spare_texts_;
+  size_t spare_bytes_ = 0;
 };
 
 // "math", "multiple_choice", "exact", "numeric", "external" (any case, or the proto name).

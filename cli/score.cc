@@ -574,8 +574,9 @@ class ScoreRun {
       }
       v1::ScoreItem& scored = *request.mutable_items(item);
       if (!one_by_one) {
-        Emit(line.number, line.id_json, std::move(scored),
-             std::move(*response.mutable_results(item)), response.rewards(item), &done);
+        Emit(line.number, line.id_json, &scored, std::move(*response.mutable_results(item)),
+             response.rewards(item), &done);
+        rollouts->Recycle(scored.mutable_completion()->mutable_text());
       } else if (!ScoreAlone(line.number, line.id_json, std::move(scored), &done)) {
         return;
       }
@@ -606,15 +607,17 @@ class ScoreRun {
       return false;
     }
     done->profile_hash = response.profile_hash();
-    Emit(number, id_json, std::move(*one.mutable_items(0)), std::move(*response.mutable_results(0)),
+    Emit(number, id_json, one.mutable_items(0), std::move(*response.mutable_results(0)),
          response.rewards(0), done);
     return true;
   }
 
-  void Emit(uint64_t number, std::string_view id_json, v1::ScoreItem item,
+  // Writes a scored item's result line and keeps what the summary needs; takes the item's prompt
+  // id.
+  void Emit(uint64_t number, std::string_view id_json, v1::ScoreItem* item,
             v1::CompletionResult result, double reward, DoneBatch* done) const {
-    AppendResult(&done->output, number, id_json, item, result, reward);
-    done->prompt_ids.push_back(std::move(*item.mutable_prompt_id()));
+    AppendResult(&done->output, number, id_json, *item, result, reward);
+    done->prompt_ids.push_back(std::move(*item->mutable_prompt_id()));
     done->counted.push_back(engine::CountedOf(result));
     done->rewards.push_back(reward);
   }

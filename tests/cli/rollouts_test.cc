@@ -5,6 +5,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/json_input.h"
@@ -490,6 +491,62 @@ TEST(RolloutReader, ReadsLinesOfEveryLengthWithTheSameBuffers) {
     EXPECT_EQ(fast->item.completion().text().size(), length);
   }
   EXPECT_EQ(reader.deferred(), 0u);
+}
+
+// Each scored text given back, lines longer and shorter in turn: every completion reads as the
+// reference reads it, with nothing left of the longer text that lent its buffer, and a text that
+// fits the buffer lent to it is read into that buffer.
+TEST(RolloutReader, ReadsIntoTextsGivenBackWithNothingLeftOfThem) {
+  RolloutReader reader(FieldNames{});
+  const char* lent = nullptr;
+  size_t lent_capacity = 0;
+  for (const size_t length : {70000, 10, 5000, 0, 69999, 1, 200000, 3}) {
+    SCOPED_TRACE(length);
+    std::string completion(length, 'b');
+    for (size_t i = 5; i < length; i += 50) completion[i] = '\n';
+    std::string escaped;
+    for (const char c : completion) escaped += c == '\n' ? std::string("\\n") : std::string(1, c);
+    const std::string line = R"({"completion": ")" + escaped + R"(", "prompt_id": "p"})";
+    absl::StatusOr<Rollout> fast = reader.Read(line);
+    const absl::StatusOr<Rollout> reference = ParseRollout(line, FieldNames{});
+    ASSERT_TRUE(fast.ok()) << fast.status();
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    EXPECT_EQ(fast->item.SerializeAsString(), reference->item.SerializeAsString());
+    EXPECT_EQ(fast->item.completion().text(), completion);
+    // ReadString asks for room for the escaped text and 63 bytes more.
+    if (lent != nullptr && escaped.size() + 63 <= lent_capacity) {
+      EXPECT_EQ(fast->item.completion().text().data(), lent);
+    }
+    std::string* text = fast->item.mutable_completion()->mutable_text();
+    lent = text->data();
+    lent_capacity = text->capacity();
+    reader.Recycle(text);
+    EXPECT_TRUE(text->empty());
+  }
+  // A chat's text, read into a text given back, is the assistant's message alone.
+  const std::string chat =
+      R"({"completion": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]})";
+  const absl::StatusOr<Rollout> fast = reader.Read(chat);
+  ASSERT_TRUE(fast.ok()) << fast.status();
+  EXPECT_EQ(fast->item.completion().text(), "a");
+  EXPECT_EQ(fast->item.SerializeAsString(),
+            ParseRollout(chat, FieldNames{})->item.SerializeAsString());
+}
+
+// What the reader keeps of the texts given back is bounded: a text whose buffer would pass
+// kSpareTextBytes is left to its owner, and so is any past kSpareTexts.
+TEST(RolloutReader, KeepsABoundedNumberOfTextsGivenBack) {
+  RolloutReader reader(FieldNames{});
+  std::string huge(RolloutReader::kSpareTextBytes + 1, 'x');
+  reader.Recycle(&huge);
+  EXPECT_EQ(huge.size(), RolloutReader::kSpareTextBytes + 1);
+  std::vector<std::string> texts(RolloutReader::kSpareTexts + 3, std::string(100, 'y'));
+  size_t taken = 0;
+  for (std::string& text : texts) {
+    reader.Recycle(&text);
+    taken += text.empty() ? 1 : 0;
+  }
+  EXPECT_EQ(taken, RolloutReader::kSpareTexts);
 }
 
 // Lines it leaves to the reference: errors of every kind, and the forms whose answer is the
