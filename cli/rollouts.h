@@ -75,11 +75,12 @@ absl::StatusOr<Rollout> ParseRollout(std::string_view line, const FieldNames& na
 inline constexpr size_t kRolloutLinePadding = 64;
 
 // Reads rollout lines with simdjson's on-demand parser, straight into the item: no document is
-// built and the completion is copied once. A line it does not read with certainty (any error, a
-// key given twice, an id that is not a string, an integer, a boolean or null, a chat message
-// list, a control byte) goes to ParseRollout, so results and error messages are ParseRollout's
-// for every line. Thread-compatible: one reader per thread; its buffers grow with the longest line
-// (to twice its length while that is under 4 MiB, so that they are seldom reallocated).
+// built and the completion is copied once (into the buffer of a text given back, see Recycle).
+// A line it does not read with certainty (any error, a key given twice, an id that is not a
+// string, an integer, a boolean or null, a control byte) goes to ParseRollout, so results and
+// error messages are ParseRollout's for every line. It reads chat message lists itself.
+// Thread-compatible: one reader per thread; its buffers grow with the longest line (to twice its
+// length while that is under 4 MiB, so that they are seldom reallocated).
 //
 // With a tree limit, a line whose JSON tree may hold more than `bytes` (JsonTreeBytes: a line of
 // empty objects holds 20 to 60 times its size) is refused, INVALID_ARGUMENT naming the limit as
